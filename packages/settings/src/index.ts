@@ -1,0 +1,29 @@
+/**
+ * @craig/settings: typed, frozen service settings from `CRAIG_<SVC>__<KEY>` with fleet-wide
+ * `CRAIG__<KEY>` defaults. Only a service's `main.ts` and xtask call the loader; libraries take
+ * the typed result.
+ */
+export { loadServiceSettings, type Env } from './load.ts';
+export { SettingsError, formatIssue, type SettingsIssue } from './errors.ts';
+export {
+  SERVICE_NAMES,
+  SERVICE_PROFILES,
+  defineServiceProfile,
+  isServiceName,
+  type ArchiveServiceName,
+  type ServiceName,
+  type ServiceProfile,
+  type ServiceProfileOptions,
+} from './profiles.ts';
+export { describeSettings, type SettingDoc } from './describe.ts';
+export { MAX_RETENTION_DAYS } from './internal/values.ts';
+export type {
+  ArchiveSettings,
+  BaseSettings,
+  CleanupSettings,
+  LogLevel,
+  ObjectStoreSettings,
+  ServiceSettings,
+  SettingsFor,
+  TransportSettings,
+} from './types.ts';

@@ -1,0 +1,62 @@
+// The table of every setting: env key, where it lands in the typed settings, its parser,
+// its raw default and its documentation. docs/config.md is generated from this table.
+import type { z } from 'zod';
+import * as v from './values.ts';
+
+export interface SettingDef {
+  /** Env key after the prefix: `CRAIG_<SVC>__<key>` or fleet-wide `CRAIG__<key>`. */
+  readonly key: string;
+  /** Dotted path in the typed settings object. */
+  readonly path: string;
+  readonly schema: z.ZodType<unknown, string>;
+  readonly description: string;
+  /** Raw default, parsed like any other value; `undefined` means required (unless `optional`). */
+  readonly default?: string;
+  /** Absent is fine and yields `undefined` (a cross-field rule may still require it). */
+  readonly optional?: boolean;
+  /** Redacted in error messages and docs. */
+  readonly secret?: boolean;
+}
+
+const def = (d: SettingDef): SettingDef => d;
+
+export function commonDefs(httpPort: number): SettingDef[] {
+  return [
+    def({ key: 'DATABASE_URL', path: 'databaseUrl', schema: v.postgresUrl, description: "URL of the service's own PostgreSQL database." }),
+    def({ key: 'HTTP_HOST', path: 'http.host', schema: v.nonEmpty, default: '127.0.0.1', description: 'Interface the HTTP API binds to.' }),
+    def({ key: 'HTTP_PORT', path: 'http.port', schema: v.port, default: String(httpPort), description: 'Port of the HTTP API (`/healthz`, `/readyz`, `/metrics`, `/v1/...`); 0 picks a free port.' }),
+    def({ key: 'ADMIN_TOKEN', path: 'adminToken', schema: v.adminToken, secret: true, description: 'Bearer token for `/v1/admin/*` (at least 16 characters).' }),
+    def({ key: 'LOG_LEVEL', path: 'logLevel', schema: v.logLevel, default: 'info', description: 'pino log level.' }),
+    def({ key: 'TRANSPORT', path: 'transport.kind', schema: v.transportKind, default: 'postgres', description: 'Event transport: `postgres` (the bus database, zero-install default) or `rabbitmq`.' }),
+    def({ key: 'BUS_DATABASE_URL', path: 'transport.busDatabaseUrl', schema: v.postgresUrl, optional: true, description: 'PostgreSQL bus database shared by the fleet; required when TRANSPORT=postgres.' }),
+    def({ key: 'AMQP_URL', path: 'transport.amqpUrl', schema: v.amqpUrl, optional: true, secret: false, description: 'RabbitMQ URL; required when TRANSPORT=rabbitmq.' }),
+    def({ key: 'AMQP_EXCHANGE', path: 'transport.exchange', schema: v.nonEmpty, default: 'craig.events', description: 'Topic exchange events are published to (RabbitMQ).' }),
+    def({ key: 'EVENT_OUTBOX_RETENTION_DAYS', path: 'retention.outboxDays', schema: v.retentionDays, default: '30', description: 'Days a *published* outbox row is kept (pending and parked rows are never pruned). 0 disables the outbox sweep. Move it fleet-wide only.' }),
+    def({ key: 'EVENT_INBOX_RETENTION_DAYS', path: 'retention.inboxDays', schema: v.retentionDays, default: '31', description: 'Days an inbox dedup record is kept; must be ≥ outbox + 1 when both are non-zero (the dedup horizon). 0 disables the inbox sweep.' }),
+    def({ key: 'OUTBOX_MAX_ATTEMPTS', path: 'outbox.maxAttempts', schema: v.wholeNumber(1, 1000, 'attempts'), default: '10', description: 'Failed publish attempts after which an outbox row is parked (kept, never pruned, redriven by an operator).' }),
+    def({ key: 'INBOX_MAX_RETRIES', path: 'inbox.maxRetries', schema: v.wholeNumber(0, 100, 'retries'), default: '5', description: 'Handler retries before a message is dead-lettered.' }),
+  ];
+}
+
+export function archiveDefs(defaultHotWindowDays: number, minHotWindowDays: number): SettingDef[] {
+  return [
+    def({ key: 'OBJECT_STORE_BACKEND', path: 'archive.objectStore.backend', schema: v.objectStoreBackend, description: '`s3` (AWS, MinIO, R2, Ceph: honour `If-None-Match`) or `garage` (ignores it; every write is read back and verified). `local` is refused.' }),
+    def({ key: 'OBJECT_STORE_ENDPOINT', path: 'archive.objectStore.endpoint', schema: v.httpUrl, optional: true, description: 'S3 endpoint URL; unset means AWS for the region.' }),
+    def({ key: 'OBJECT_STORE_REGION', path: 'archive.objectStore.region', schema: v.nonEmpty, default: 'us-east-1', description: 'S3 region.' }),
+    def({ key: 'OBJECT_STORE_BUCKET', path: 'archive.objectStore.bucket', schema: v.bucketName, description: 'Bucket holding the archive objects.' }),
+    def({ key: 'OBJECT_STORE_ACCESS_KEY_ID', path: 'archive.objectStore.accessKeyId', schema: v.nonEmpty, optional: true, description: 'Access key id; set with the secret or neither (then the SDK default chain applies).' }),
+    def({ key: 'OBJECT_STORE_SECRET_ACCESS_KEY', path: 'archive.objectStore.secretAccessKey', schema: v.nonEmpty, optional: true, secret: true, description: 'Secret access key.' }),
+    def({ key: 'OBJECT_STORE_FORCE_PATH_STYLE', path: 'archive.objectStore.forcePathStyle', schema: v.strictBoolean, default: 'false', description: 'Path-style addressing (`true` for MinIO, Garage and most self-hosted servers).' }),
+    def({ key: 'ARCHIVE_HOT_WINDOW_DAYS', path: 'archive.hotWindowDays', schema: v.wholeNumber(minHotWindowDays, 3650, 'days'), default: String(defaultHotWindowDays), description: `Rows younger than this stay hot; older rows at their fixpoint are archived then pruned (at least ${minHotWindowDays}).` }),
+    def({ key: 'ARCHIVE_PREFIX', path: 'archive.prefix', schema: v.archivePrefix, default: 'archive', description: 'Key prefix: `<prefix>/<service>/<table>/<yyyy>/<mm>/<archive_id>.ndjson.gz`.' }),
+    def({ key: 'ARCHIVE_EVERY_MINUTES', path: 'archive.everyMinutes', schema: v.wholeNumber(1, 10080, 'minutes'), default: '60', description: 'Minutes between archive cycles.' }),
+  ];
+}
+
+export function cleanupDefs(): SettingDef[] {
+  return [
+    def({ key: 'CLEANUP_ALLOWED_DATABASES', path: 'cleanup.allowedDatabases', schema: v.databaseAllowList, default: 'inventory', description: 'Comma-separated database names the cleanup schema may be installed into; a trailing `*` matches a suffix.' }),
+    def({ key: 'CLEANUP_COLLECT_DEADLINE_MINUTES', path: 'cleanup.collectDeadlineMinutes', schema: v.wholeNumber(1, 10080, 'minutes'), default: '60', description: 'A collecting job older than this is cancelled so an abandoned sync cannot block its server.' }),
+    def({ key: 'CLEANUP_JOB_RETENTION_DAYS', path: 'cleanup.jobRetentionDays', schema: v.wholeNumber(1, 3650, 'days'), default: '14', description: 'Days the manifests and step records of finished jobs are kept.' }),
+  ];
+}

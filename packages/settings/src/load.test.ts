@@ -1,0 +1,202 @@
+import { describe, expect, it } from 'vitest';
+import { defineServiceProfile, loadServiceSettings, SettingsError, type Env, type ServiceName, type SettingsIssue } from './index.ts';
+
+const base: Env = {
+  CRAIG_CASES__DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/cases',
+  CRAIG_CASES__ADMIN_TOKEN: 'a-long-enough-admin-token',
+  CRAIG__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/bus',
+};
+
+function problems(service: ServiceName, env: Env): { error: SettingsError; issues: readonly SettingsIssue[] } {
+  try {
+    loadServiceSettings(service, env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(SettingsError);
+    return { error: error as SettingsError, issues: (error as SettingsError).issues };
+  }
+  throw new Error('expected a SettingsError');
+}
+
+describe('loadServiceSettings', () => {
+  it('applies the defaults, typed and deeply frozen', () => {
+    const s = loadServiceSettings('cases', base);
+    expect(s.retention).toEqual({ outboxDays: 30, inboxDays: 31 });
+    expect(s.http).toEqual({ host: '127.0.0.1', port: 7101 });
+    expect(s.transport).toEqual({ kind: 'postgres', busDatabaseUrl: 'postgres://postgres@127.0.0.1:5432/bus', exchange: 'craig.events' });
+    expect(s.outbox.maxAttempts).toBe(10);
+    expect(s.inbox.maxRetries).toBe(5);
+    expect('archive' in s).toBe(false);
+    expect(Object.isFrozen(s)).toBe(true);
+    expect(Object.isFrozen(s.retention)).toBe(true);
+    expect(() => {
+      (s.retention as { outboxDays: number }).outboxDays = 1;
+    }).toThrow(TypeError);
+  });
+
+  it('reads CRAIG_<SVC>__<KEY>, falls back to the fleet CRAIG__<KEY>, and the service key wins', () => {
+    const fleet = loadServiceSettings('cases', { ...base, CRAIG__EVENT_OUTBOX_RETENTION_DAYS: '20', CRAIG__EVENT_INBOX_RETENTION_DAYS: '21' });
+    expect(fleet.retention).toEqual({ outboxDays: 20, inboxDays: 21 });
+    const own = loadServiceSettings('cases', { ...base, CRAIG__EVENT_OUTBOX_RETENTION_DAYS: '20', CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS: '7' });
+    expect(own.retention.outboxDays).toBe(7);
+    // Another service's own key does not leak across.
+    const other = loadServiceSettings('cases', { ...base, CRAIG_RULES__EVENT_OUTBOX_RETENTION_DAYS: '3' });
+    expect(other.retention.outboxDays).toBe(30);
+  });
+
+  it.each(['30d', '-1', '1.5', '', ' 30', '3651', '1e3', '0x1e'])('refuses retention days %j without coercing it', (raw) => {
+    const { error, issues } = problems('cases', { ...base, CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS: raw });
+    const issue = issues.find((i) => i.variable === 'CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS');
+    expect(issue?.path).toBe('retention.outboxDays');
+    expect(issue?.value).toBe(raw);
+    expect(error.message).toContain(`CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS=${JSON.stringify(raw)}`);
+  });
+
+  it('accepts the range ends and lets 0 disable either sweep', () => {
+    expect(loadServiceSettings('cases', { ...base, CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS: '0' }).retention).toEqual({ outboxDays: 0, inboxDays: 31 });
+    expect(loadServiceSettings('cases', { ...base, CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS: '3650', CRAIG_CASES__EVENT_INBOX_RETENTION_DAYS: '0' }).retention).toEqual({
+      outboxDays: 3650,
+      inboxDays: 0,
+    });
+  });
+
+  it('requires inbox ≥ outbox + 1 when both are on, naming both variables and values', () => {
+    const { error } = problems('cases', { ...base, CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS: '30', CRAIG_CASES__EVENT_INBOX_RETENTION_DAYS: '30' });
+    expect(error.message).toContain('CRAIG_CASES__EVENT_INBOX_RETENTION_DAYS="30"');
+    expect(error.message).toContain('CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS="30"');
+    expect(error.issues[0]?.path).toBe('retention.inboxDays');
+    expect(loadServiceSettings('cases', { ...base, CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS: '30', CRAIG_CASES__EVENT_INBOX_RETENTION_DAYS: '31' }).retention.inboxDays).toBe(31);
+  });
+
+  it('names the fleet variable when the offending window came from a fleet default', () => {
+    const { error } = problems('cases', { ...base, CRAIG__EVENT_OUTBOX_RETENTION_DAYS: '40' });
+    expect(error.message).toContain('CRAIG__EVENT_OUTBOX_RETENTION_DAYS="40"');
+    expect(error.message).toContain('CRAIG_CASES__EVENT_INBOX_RETENTION_DAYS="31"');
+  });
+
+  it('refuses an unknown service key and suggests the closest known one', () => {
+    const { error, issues } = problems('cases', { ...base, CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAY: '10' });
+    expect(issues).toHaveLength(1);
+    expect(issues[0]?.variable).toBe('CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAY');
+    expect(error.message).toContain('did you mean CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS?');
+  });
+
+  it('refuses a fleet key no service knows, but ignores one that belongs to another service', () => {
+    const { error } = problems('cases', { ...base, CRAIG__EVENT_INBOX_RETENTON_DAYS: '40' });
+    expect(error.message).toContain('did you mean CRAIG__EVENT_INBOX_RETENTION_DAYS?');
+    // OBJECT_STORE_BUCKET is a security/rules/exchange key: fine as a fleet default, ignored by cases.
+    expect(loadServiceSettings('cases', { ...base, CRAIG__OBJECT_STORE_BUCKET: 'archive' }).service).toBe('cases');
+    // …but as a service key of cases it is a mistake.
+    expect(problems('cases', { ...base, CRAIG_CASES__OBJECT_STORE_BUCKET: 'archive' }).issues[0]?.variable).toBe('CRAIG_CASES__OBJECT_STORE_BUCKET');
+  });
+
+  it('reports every problem at once', () => {
+    const { issues } = problems('cases', {
+      CRAIG_CASES__DATABASE_URL: 'mysql://x',
+      CRAIG_CASES__HTTP_PORT: '70000',
+      CRAIG_CASES__EVENT_INBOX_RETENTION_DAYS: '1.5',
+      CRAIG_CASES__TRANSPORT: 'kafka',
+      CRAIG_CASES__LOG_LEVEL: 'loud',
+    });
+    expect(issues.map((i) => i.variable).sort()).toEqual(
+      [
+        'CRAIG_CASES__ADMIN_TOKEN',
+        'CRAIG_CASES__DATABASE_URL',
+        'CRAIG_CASES__EVENT_INBOX_RETENTION_DAYS',
+        'CRAIG_CASES__HTTP_PORT',
+        'CRAIG_CASES__LOG_LEVEL',
+        'CRAIG_CASES__TRANSPORT',
+      ].sort(),
+    );
+    expect(issues.find((i) => i.variable === 'CRAIG_CASES__ADMIN_TOKEN')?.value).toBeUndefined();
+  });
+
+  it('redacts secrets and URL passwords in messages', () => {
+    const { error } = problems('cases', {
+      ...base,
+      CRAIG_CASES__ADMIN_TOKEN: 'hunter2',
+      CRAIG_CASES__DATABASE_URL: 'mysql://user:sekrit@db/cases',
+    });
+    expect(error.message).not.toContain('hunter2');
+    expect(error.message).not.toContain('sekrit');
+    expect(error.message).toContain('<redacted, 7 characters>');
+  });
+
+  it('requires the transport URL that the chosen transport needs', () => {
+    const { issues } = problems('cases', { ...base, CRAIG__TRANSPORT: 'rabbitmq' });
+    expect(issues.map((i) => i.variable)).toEqual(['CRAIG_CASES__AMQP_URL']);
+    const s = loadServiceSettings('cases', { ...base, CRAIG__TRANSPORT: 'rabbitmq', CRAIG__AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672' });
+    expect(s.transport).toEqual({ kind: 'rabbitmq', amqpUrl: 'amqp://guest:guest@127.0.0.1:5672', exchange: 'craig.events' });
+  });
+
+  describe('archive services', () => {
+    const security: Env = {
+      CRAIG_SECURITY__DATABASE_URL: 'postgres://postgres@127.0.0.1/security',
+      CRAIG_SECURITY__ADMIN_TOKEN: 'a-long-enough-admin-token',
+      CRAIG__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1/bus',
+      CRAIG__OBJECT_STORE_BACKEND: 'garage',
+      CRAIG__OBJECT_STORE_BUCKET: 'craig-archive',
+      CRAIG__OBJECT_STORE_ENDPOINT: 'http://127.0.0.1:3900',
+    };
+
+    it('loads the object store and hot window', () => {
+      const s = loadServiceSettings('security', security);
+      expect(s.archive.objectStore).toMatchObject({ backend: 'garage', bucket: 'craig-archive', region: 'us-east-1', forcePathStyle: false });
+      expect(s.archive.hotWindowDays).toBe(90);
+    });
+
+    it.each(['local', 'file'])('refuses backend %j, saying why', (backend) => {
+      const { error } = problems('security', { ...security, CRAIG_SECURITY__OBJECT_STORE_BACKEND: backend });
+      expect(error.message).toContain(`CRAIG_SECURITY__OBJECT_STORE_BACKEND=${JSON.stringify(backend)}`);
+      expect(error.message).toContain('no timeouts');
+    });
+
+    it('refuses an unknown backend and a half-set credential pair', () => {
+      const { issues } = problems('security', { ...security, CRAIG__OBJECT_STORE_BACKEND: 'minio', CRAIG__OBJECT_STORE_ACCESS_KEY_ID: 'AKIA' });
+      expect(issues.map((i) => i.variable).sort()).toEqual(['CRAIG_SECURITY__OBJECT_STORE_SECRET_ACCESS_KEY', 'CRAIG__OBJECT_STORE_BACKEND']);
+    });
+
+    it('parses booleans strictly', () => {
+      expect(loadServiceSettings('security', { ...security, CRAIG__OBJECT_STORE_FORCE_PATH_STYLE: 'true' }).archive.objectStore.forcePathStyle).toBe(true);
+      const { issues } = problems('security', { ...security, CRAIG__OBJECT_STORE_FORCE_PATH_STYLE: 'yes' });
+      expect(issues[0]?.message).toContain('"true" or "false"');
+    });
+
+    it("keeps exchange's hot window at 365 days or more", () => {
+      const exchange: Env = Object.fromEntries(Object.entries(security).map(([k, v]) => [k.replace('SECURITY', 'EXCHANGE'), v]));
+      expect(loadServiceSettings('exchange', exchange).archive.hotWindowDays).toBe(365);
+      const { error } = problems('exchange', { ...exchange, CRAIG_EXCHANGE__ARCHIVE_HOT_WINDOW_DAYS: '364' });
+      expect(error.message).toContain('CRAIG_EXCHANGE__ARCHIVE_HOT_WINDOW_DAYS="364"');
+      expect(error.message).toContain('at least 365');
+      // A fleet-wide 90 days must not shorten exchange's window either.
+      expect(problems('exchange', { ...exchange, CRAIG__ARCHIVE_HOT_WINDOW_DAYS: '90' }).issues[0]?.variable).toBe('CRAIG__ARCHIVE_HOT_WINDOW_DAYS');
+    });
+  });
+
+  it('loads the cleanup section for inventory', () => {
+    const env: Env = {
+      CRAIG_INVENTORY__DATABASE_URL: 'postgres://postgres@127.0.0.1/inventory',
+      CRAIG_INVENTORY__ADMIN_TOKEN: 'a-long-enough-admin-token',
+      CRAIG__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1/bus',
+      CRAIG_INVENTORY__CLEANUP_ALLOWED_DATABASES: 'inventory, inventory_t*',
+    };
+    expect(loadServiceSettings('inventory', env).cleanup).toEqual({ allowedDatabases: ['inventory', 'inventory_t*'], collectDeadlineMinutes: 60, jobRetentionDays: 14 });
+    expect(problems('inventory', { ...env, CRAIG_INVENTORY__CLEANUP_ALLOWED_DATABASES: 'inventory;drop' }).issues[0]?.path).toBe('cleanup.allowedDatabases');
+  });
+
+  it('refuses an unknown service name with a suggestion', () => {
+    expect(() => loadServiceSettings('case' as 'cases', base)).toThrow(/did you mean "cases"/);
+  });
+
+  it('loads a custom profile (tests and tools define their own services)', () => {
+    const profile = defineServiceProfile({ name: 'audit-lab', httpPort: 0, archive: { defaultHotWindowDays: 30, minHotWindowDays: 1 } });
+    const s = loadServiceSettings(profile, {
+      CRAIG_AUDIT_LAB__DATABASE_URL: 'postgres://postgres@127.0.0.1/audit',
+      CRAIG_AUDIT_LAB__ADMIN_TOKEN: 'a-long-enough-admin-token',
+      CRAIG_AUDIT_LAB__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1/bus',
+      CRAIG_AUDIT_LAB__OBJECT_STORE_BACKEND: 's3',
+      CRAIG_AUDIT_LAB__OBJECT_STORE_BUCKET: 'lab-archive',
+    });
+    expect(s.service).toBe('audit-lab');
+    expect(s.archive?.hotWindowDays).toBe(30);
+  });
+});

@@ -1,0 +1,55 @@
+import type { ArchiveServiceName } from './profiles.ts';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export type TransportSettings =
+  | { readonly kind: 'postgres'; readonly busDatabaseUrl: string; readonly exchange: string }
+  | { readonly kind: 'rabbitmq'; readonly amqpUrl: string; readonly exchange: string };
+
+export interface ObjectStoreSettings {
+  readonly backend: 's3' | 'garage';
+  readonly endpoint: string | undefined;
+  readonly region: string;
+  readonly bucket: string;
+  readonly accessKeyId: string | undefined;
+  readonly secretAccessKey: string | undefined;
+  readonly forcePathStyle: boolean;
+}
+
+export interface ArchiveSettings {
+  readonly hotWindowDays: number;
+  readonly prefix: string;
+  readonly everyMinutes: number;
+  readonly objectStore: ObjectStoreSettings;
+}
+
+export interface CleanupSettings {
+  readonly allowedDatabases: readonly string[];
+  readonly collectDeadlineMinutes: number;
+  readonly jobRetentionDays: number;
+}
+
+/** Settings every service has. */
+export interface BaseSettings {
+  readonly service: string;
+  readonly databaseUrl: string;
+  readonly http: { readonly host: string; readonly port: number };
+  readonly adminToken: string;
+  readonly logLevel: LogLevel;
+  readonly transport: TransportSettings;
+  /** Transport-sweep windows in days; 0 disables that table's sweep. */
+  readonly retention: { readonly outboxDays: number; readonly inboxDays: number };
+  readonly outbox: { readonly maxAttempts: number };
+  readonly inbox: { readonly maxRetries: number };
+}
+
+/** Settings of any profile: the optional sections are present when the profile has them. */
+export interface ServiceSettings extends BaseSettings {
+  readonly archive?: ArchiveSettings;
+  readonly cleanup?: CleanupSettings;
+}
+
+/** Settings of a built-in service, with the sections that service is known to have made required. */
+export type SettingsFor<S extends string> = BaseSettings &
+  (S extends ArchiveServiceName ? { readonly archive: ArchiveSettings } : unknown) &
+  (S extends 'inventory' ? { readonly cleanup: CleanupSettings } : unknown);

@@ -1,0 +1,72 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defineServiceProfile } from '@craig/settings';
+import { testDatabase, type TestDatabase } from '@craig/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runXtask } from '../run.ts';
+import { registerService, unregisterService } from '../services.ts';
+import { capture } from '../test-io.ts';
+
+describe('pnpm xtask migrate <service>', () => {
+  let db: TestDatabase;
+  let dir: string;
+  beforeAll(async () => {
+    db = await testDatabase();
+    dir = await mkdtemp(join(tmpdir(), 'craig-xtask-mig-'));
+    await writeFile(join(dir, '000001_widgets.sql'), 'create table widgets (id int primary key);');
+    registerService({ profile: defineServiceProfile({ name: 'lab', httpPort: 0 }), migrationSets: [{ name: 'lab', directory: dir }] });
+  });
+  afterAll(async () => {
+    unregisterService('lab');
+    await db.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const env = () => ({ CRAIG_LAB__DATABASE_URL: db.url, CRAIG_LAB__ADMIN_TOKEN: 'x'.repeat(16), CRAIG__BUS_DATABASE_URL: db.url });
+
+  it("applies the service's migrations to the database its settings name", async () => {
+    const stdout = capture();
+    expect(await runXtask(['migrate', 'lab'], { env: env(), stdout })).toBe(0);
+    expect(stdout.text()).toContain('applied lab/000001_widgets');
+    expect((await db.sql`select to_regclass('widgets')::text as t`)[0]?.t).toBe('widgets');
+    const again = capture();
+    expect(await runXtask(['migrate', 'lab'], { env: env(), stdout: again })).toBe(0);
+    expect(again.text()).toContain('0 applied, 1 already applied');
+  });
+
+  it('fails with the settings problems when the environment is wrong', async () => {
+    const stderr = capture();
+    expect(await runXtask(['migrate', 'lab'], { env: { ...env(), CRAIG_LAB__DATABASE_URL: 'mysql://nope' }, stderr })).toBe(1);
+    expect(stderr.text()).toContain('CRAIG_LAB__DATABASE_URL="mysql://nope"');
+  });
+
+  it('refuses an unknown service and a missing argument with usage', async () => {
+    const stderr = capture();
+    expect(await runXtask(['migrate', 'nope'], { env: env(), stderr })).toBe(2);
+    expect(stderr.text()).toContain('unknown service "nope"');
+    expect(await runXtask(['migrate'], { env: env(), stderr: capture() })).toBe(2);
+  });
+});
+
+describe('pnpm xtask', () => {
+  it('lists the commands with --help and explains one with <command> --help', async () => {
+    const out = capture();
+    expect(await runXtask(['--help'], { stdout: out })).toBe(0);
+    expect(out.text()).toMatch(/migrate\s+apply a service's migrations/);
+    const usage = capture();
+    expect(await runXtask(['migrate', '--help'], { stdout: usage })).toBe(0);
+    expect(usage.text()).toContain('pnpm xtask migrate <service>');
+  });
+
+  it('rejects an unknown command', async () => {
+    const err = capture();
+    expect(await runXtask(['migrat'], { stderr: err })).toBe(2);
+    expect(err.text()).toContain('unknown command "migrat"');
+  });
+
+  it('docs --check agrees with the committed docs/config.md', async () => {
+    const out = capture();
+    expect(await runXtask(['docs', '--check'], { stdout: out, stderr: out })).toBe(0);
+  });
+});

@@ -1,0 +1,28 @@
+import { migrate } from '@craig/db';
+import { loadServiceSettings } from '@craig/settings';
+import pino from 'pino';
+import { parseArgs, UsageError, writeLine, type Command } from '../command.ts';
+import { knownServiceNames, serviceEntry } from '../services.ts';
+
+export const migrateCommand: Command = {
+  name: 'migrate',
+  summary: "apply a service's migrations (platform sets, then its own) to its database",
+  usage: `pnpm xtask migrate <service>
+
+Reads CRAIG_<SERVICE>__DATABASE_URL (and the rest of the service's settings) from the
+environment and applies every pending migration, set by set, each in its own transaction.
+Refuses to start when an applied migration was edited or removed.`,
+  async run(ctx) {
+    const { positionals } = parseArgs(ctx.argv, {});
+    const [name, ...extra] = positionals;
+    if (!name || extra.length > 0) throw new UsageError('expected exactly one service name');
+    const entry = serviceEntry(name);
+    if (!entry) throw new UsageError(`unknown service "${name}" (known: ${knownServiceNames().join(', ')})`);
+    const settings = loadServiceSettings(entry.profile, ctx.env);
+    const logger = pino({ level: 'silent' });
+    const report = await migrate(settings.databaseUrl, entry.migrationSets, { service: `${name}:xtask`, logger, signal: ctx.signal });
+    for (const m of report.applied) writeLine(ctx.stdout, `applied ${m.set}/${String(m.version).padStart(6, '0')}_${m.name} (${m.ms} ms)`);
+    writeLine(ctx.stdout, `${name}: ${report.applied.length} applied, ${report.alreadyApplied} already applied (sets: ${entry.migrationSets.map((s) => s.name).join(', ') || 'none'})`);
+    return 0;
+  },
+};
