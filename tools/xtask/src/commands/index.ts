@@ -1,7 +1,8 @@
 import type { Command } from '../command.ts';
+import { benchCommand } from './bench.ts';
 import { devstackCommand } from './devstack.ts';
 import { docsCommand } from './docs.ts';
 import { migrateCommand } from './migrate.ts';
 
 /** Every command, in `--help` order. */
-export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, docsCommand];
+export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, docsCommand, benchCommand];

@@ -1,0 +1,90 @@
+import { Registry, Counter } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHttpApp } from './app.ts';
+import { Lifecycle } from './lifecycle.ts';
+import { silentLogger } from './logger.ts';
+
+class ReplayOutOfWindow extends Error {
+  readonly code = 'replay_out_of_window';
+  readonly retryable = false;
+  constructor(readonly boundary: string) {
+    super(`from is before the replay horizon ${boundary}`);
+  }
+}
+class Flaky extends Error {
+  readonly code = 'something_transient';
+  readonly retryable = true;
+}
+
+describe('createHttpApp', () => {
+  const registry = new Registry();
+  const counter = new Counter({ name: 'test_things_total', help: 'things', registers: [registry] });
+  let ready = true;
+  const app = createHttpApp({
+    service: 'cases',
+    logger: silentLogger(),
+    registry,
+    adminToken: 'a-long-enough-admin-token',
+    readiness: [{ name: 'database', check: async () => void (ready || (await Promise.reject(new Error('connection refused')))) }],
+  });
+  app.post('/v1/admin/replay', async () => {
+    throw new ReplayOutOfWindow('2026-11-02T00:00:00Z');
+  });
+  app.get('/v1/flaky', async () => {
+    throw new Flaky('later');
+  });
+  app.get('/v1/bug', async () => {
+    throw new Error('secret internals');
+  });
+  app.post('/v1/echo', { schema: { body: { type: 'object', required: ['n'], properties: { n: { type: 'integer' } } } } }, async (req) => req.body);
+  beforeAll(() => app.ready());
+  afterAll(() => app.close());
+
+  it('answers health, readiness and metrics', async () => {
+    expect((await app.inject('/healthz')).json()).toEqual({ status: 'ok', service: 'cases' });
+    expect((await app.inject('/readyz')).statusCode).toBe(200);
+    ready = false;
+    const notReady = await app.inject('/readyz');
+    expect(notReady.statusCode).toBe(503);
+    expect(notReady.json().checks).toEqual([{ name: 'database', ok: false, error: 'connection refused' }]);
+    ready = true;
+    counter.inc(3);
+    expect((await app.inject('/metrics')).body).toContain('test_things_total 3');
+  });
+
+  it('guards /v1/admin/* with the bearer token', async () => {
+    expect((await app.inject({ method: 'POST', url: '/v1/admin/replay' })).statusCode).toBe(401);
+    expect((await app.inject({ method: 'POST', url: '/v1/admin/replay', headers: { authorization: 'Bearer wrong' } })).statusCode).toBe(401);
+    const ok = await app.inject({ method: 'POST', url: '/v1/admin/replay', headers: { authorization: 'Bearer a-long-enough-admin-token' } });
+    expect(ok.statusCode).toBe(400);
+    expect(ok.json()).toEqual({ error: { code: 'replay_out_of_window', message: 'from is before the replay horizon 2026-11-02T00:00:00Z', retryable: false, boundary: '2026-11-02T00:00:00Z' } });
+  });
+
+  it('maps codes to statuses: unknown retryable → 503, plain errors → 500 without internals, validation → 400', async () => {
+    expect((await app.inject('/v1/flaky')).statusCode).toBe(503);
+    const bug = await app.inject('/v1/bug');
+    expect(bug.statusCode).toBe(500);
+    expect(bug.body).not.toContain('secret internals');
+    const invalid = await app.inject({ method: 'POST', url: '/v1/echo', payload: { n: 'x' } });
+    expect(invalid.statusCode).toBe(400);
+    expect(invalid.json().error.code).toBe('invalid_request');
+    const malformed = await app.inject({ method: 'POST', url: '/v1/echo', payload: '{', headers: { 'content-type': 'application/json' } });
+    expect(malformed.statusCode).toBe(400);
+    expect((await app.inject('/nope')).statusCode).toBe(404);
+  });
+});
+
+describe('Lifecycle', () => {
+  it('stops in reverse order, once, and keeps going past a failing step', async () => {
+    const order: string[] = [];
+    const life = new Lifecycle(silentLogger());
+    life.add('pool', async () => void order.push('pool'));
+    life.add('worker', async () => {
+      order.push('worker');
+      throw new Error('worker stop failed');
+    });
+    life.add('http', async () => void order.push('http'));
+    await Promise.all([life.stop(), life.stop()]);
+    expect(order).toEqual(['http', 'worker', 'pool']);
+  });
+});

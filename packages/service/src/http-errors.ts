@@ -1,0 +1,58 @@
+/**
+ * The one place error codes become HTTP statuses. Every package's errors carry a stable `code`;
+ * a service never picks a status itself. Unknown codes: retryable errors are 503 (try again),
+ * the rest 500.
+ */
+export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = Object.freeze({
+  // request shape
+  invalid_request: 400,
+  unauthorized: 401,
+  not_found: 404,
+  // @craig/mq
+  replay_out_of_window: 400,
+  invalid_event: 400,
+  payload_too_large: 413,
+  // @craig/db
+  lock_not_available: 409,
+  // @craig/retention
+  purge_refused: 403,
+  // @craig/cleanup (see packages/cleanup/src/errors.ts)
+  server_busy: 409,
+  invalid_external_ids: 400,
+  too_many_ids: 400,
+  manifest_count_mismatch: 409,
+  job_not_found: 404,
+  job_state_conflict: 409,
+  admission_closed: 409,
+  database_not_allowed: 403,
+});
+
+export interface CodedError {
+  readonly code: string;
+  readonly retryable?: boolean;
+}
+
+export function isCodedError(error: unknown): error is Error & CodedError {
+  return error instanceof Error && typeof (error as { code?: unknown }).code === 'string';
+}
+
+export function httpStatusFor(error: unknown): number {
+  if (isCodedError(error)) {
+    const status = HTTP_STATUS_BY_CODE[error.code];
+    if (status !== undefined) return status;
+    if (error.retryable === true) return 503;
+  }
+  return 500;
+}
+
+/** The JSON body of an error response: code, message and the error's own fields (offending values). */
+export function errorBody(error: unknown, status: number): { error: Record<string, unknown> } {
+  if (!(error instanceof Error)) return { error: { code: 'internal', message: 'internal error' } };
+  if (status >= 500 && !isCodedError(error)) return { error: { code: 'internal', message: 'internal error' } };
+  const fields: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(error)) {
+    if (key === 'cause' || key === 'stack' || typeof value === 'function') continue;
+    fields[key] = typeof value === 'bigint' ? value.toString() : value;
+  }
+  return { error: { code: isCodedError(error) ? error.code : 'internal', message: error.message, ...fields } };
+}

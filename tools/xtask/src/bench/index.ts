@@ -1,0 +1,4 @@
+import type { BenchSuite } from './suite.ts';
+
+/** Every benchmark suite; each issue adds its own. */
+export const SUITES: readonly BenchSuite[] = [];

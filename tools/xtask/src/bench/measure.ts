@@ -1,0 +1,97 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Writable } from 'node:stream';
+
+export interface LatencyStats {
+  readonly count: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+  readonly meanMs: number;
+}
+
+/** Nearest-rank percentile of already sorted values. */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank]!;
+}
+
+export function latencyStats(samplesMs: readonly number[]): LatencyStats {
+  const sorted = [...samplesMs].sort((a, b) => a - b);
+  const round = (n: number) => Math.round(n * 1000) / 1000;
+  return {
+    count: sorted.length,
+    p50Ms: round(percentile(sorted, 50)),
+    p99Ms: round(percentile(sorted, 99)),
+    maxMs: round(sorted.at(-1) ?? 0),
+    meanMs: round(sorted.reduce((a, b) => a + b, 0) / Math.max(1, sorted.length)),
+  };
+}
+
+/**
+ * Runs `op` back to back (with `pauseMs` between calls) until stopped, recording each call's
+ * latency: the "concurrent writer" beside a prune or cleanup. Failures are counted by `kind`
+ * (what `classify` returns) and not timed.
+ */
+export class LatencyProbe {
+  private readonly samples: number[] = [];
+  private readonly failures = new Map<string, number>();
+  private running = false;
+  private loop: Promise<void> | undefined;
+
+  constructor(
+    private readonly op: () => Promise<unknown>,
+    private readonly options: { pauseMs?: number; classify?: (error: unknown) => string } = {},
+  ) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = (async () => {
+      while (this.running) {
+        const started = performance.now();
+        try {
+          await this.op();
+          this.samples.push(performance.now() - started);
+        } catch (error) {
+          const kind = this.options.classify?.(error) ?? 'error';
+          this.failures.set(kind, (this.failures.get(kind) ?? 0) + 1);
+        }
+        if (this.options.pauseMs) await new Promise((r) => setTimeout(r, this.options.pauseMs));
+      }
+    })();
+  }
+
+  async stop(): Promise<LatencyStats & { failures: Record<string, number>; attempts: number }> {
+    this.running = false;
+    await this.loop;
+    const failures = Object.fromEntries(this.failures);
+    const failed = [...this.failures.values()].reduce((a, b) => a + b, 0);
+    return { ...latencyStats(this.samples), failures, attempts: this.samples.length + failed };
+  }
+}
+
+/** Write `bench/results/<suite>.json` and return its path. */
+export async function writeResult(root: string, suite: string, result: unknown): Promise<string> {
+  const dir = join(root, 'bench/results');
+  await mkdir(dir, { recursive: true });
+  const path = join(dir, `${suite}.json`);
+  await writeFile(path, `${JSON.stringify(result, null, 2)}\n`);
+  return path;
+}
+
+/** A plain aligned table. */
+export function printTable(out: Writable, headers: readonly string[], rows: ReadonlyArray<ReadonlyArray<string | number>>): void {
+  const cells = [headers, ...rows.map((r) => r.map(String))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  const line = (r: readonly string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  out.write(`${line(cells[0]!)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n`);
+  for (const r of cells.slice(1)) out.write(`${line(r)}\n`);
+}
+
+/** Rows per second, rounded. */
+export const rate = (rows: number, ms: number): number => Math.round((rows / Math.max(ms, 1e-6)) * 1000);
+
+/** A ratio with three significant decimals. */
+export const ratio = (ours: number, ceiling: number): number => Math.round((ours / Math.max(ceiling, 1e-9)) * 1000) / 1000;
