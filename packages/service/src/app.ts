@@ -27,8 +27,10 @@ export interface HttpAppOptions {
  * and errors mapped to statuses by code in one place (`http-errors.ts`).
  */
 export function createHttpApp(options: HttpAppOptions): FastifyInstance {
+  // Widened once so the app is the default FastifyInstance type, not one generic over pino's Logger.
+  const loggerInstance: FastifyBaseLogger = options.logger;
   const app = Fastify({
-    loggerInstance: options.logger as FastifyBaseLogger,
+    loggerInstance,
     bodyLimit: options.bodyLimitBytes ?? 1024 * 1024,
     logController: new LogController({ disableRequestLogging: true }),
   });
