@@ -1,6 +1,6 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { migrate, migrationTemplate } from '@craig/db';
+import { migrationTemplate, type MigrationSet } from '@craig/db';
 import { testDatabase } from '@craig/testkit';
 import { parseArgs, writeLine, type Command } from '../command.ts';
 import { renderSchema } from '../schema/introspect.ts';
@@ -44,7 +44,7 @@ visible in review. With --check, writes nothing and exits 1 when a committed fil
   },
 };
 
-async function renderService(sets: Parameters<typeof migrate>[1]): Promise<string> {
+async function renderService(sets: readonly MigrationSet[]): Promise<string> {
   const db = await testDatabase({ prefix: 'craig_schema', template: migrationTemplate(sets) });
   try {
     return await renderSchema(db.sql);
