@@ -10,13 +10,12 @@ describe('validateExternalIds', () => {
   });
 
   it('refuses 129 ids with TooManyIds', () => {
-    const error = (() => {
-      try {
-        validateExternalIds(Array.from({ length: 129 }, (_, i) => `id${i}`));
-      } catch (e) {
-        return e;
-      }
-    })();
+    let error: unknown;
+    try {
+      validateExternalIds(Array.from({ length: 129 }, (_, i) => `id${i}`));
+    } catch (e) {
+      error = e;
+    }
     expect(error).toBeInstanceOf(TooManyIds);
     expect(error).toMatchObject({ code: 'too_many_ids', count: 129, max: 128 });
   });

@@ -256,11 +256,11 @@ async function verifyPhase(ctx: Ctx): Promise<Outcome> {
     [{ remaining } = { remaining: true }] = await tx<{ remaining: boolean }[]>`
       select exists (
         select 1 from items i
-        where i.library_id = ${libraryId!}
+        where i.library_id = ${libraryId}
           and not exists (select 1 from cleanup_manifest m where m.job_id = ${jobId} and m.external_id = i.external_id)
       ) as remaining`;
   } else if (job.kind === 'remove-library') {
-    [{ remaining } = { remaining: true }] = await tx<{ remaining: boolean }[]>`select exists (select 1 from items where library_id = ${libraryId!}) as remaining`;
+    [{ remaining } = { remaining: true }] = await tx<{ remaining: boolean }[]>`select exists (select 1 from items where library_id = ${libraryId}) as remaining`;
   } else {
     [{ remaining } = { remaining: true }] = await tx<{ remaining: boolean }[]>`select exists (select 1 from items where server_id = ${job.server_id}) as remaining`;
   }
@@ -270,7 +270,7 @@ async function verifyPhase(ctx: Ctx): Promise<Outcome> {
   }
   if (job.kind === 'prune-library') {
     // Admission reopens only after the check passed, in the same transaction.
-    await tx`update libraries set admission = 'open', cleanup_job_id = null, updated_at = now() where id = ${libraryId!}`;
+    await tx`update libraries set admission = 'open', cleanup_job_id = null, updated_at = now() where id = ${libraryId}`;
     return outcome(job, { libraryId, phaseAfter: 'done', stateAfter: 'completed', cursorLibraryId: libraryId, cursorItemId: 0, walkedTo: 0 });
   }
   return outcome(job, {
