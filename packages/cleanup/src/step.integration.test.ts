@@ -4,7 +4,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admissionOf, appendAll, cleanupHarness, itemsIn, rejection, seedItems, seedServer, type Harness } from '../test/harness.ts';
 import { AdmissionBusy, JobStateConflict } from './errors.ts';
 import { RUNTIME_ROLE } from './install.ts';
-import { runStep } from './internal/step-run.ts';
 import { createJob, status } from './jobs.ts';
 import { appendSeen, seal } from './manifest.ts';
 import { runToCompletion, step } from './step.ts';
@@ -35,6 +34,43 @@ async function prunable(total: number, seenCount: number, libraries = 1) {
 
 const notesOf = async (lib: number) => (await h.admin`select count(*)::int as n from item_notes n join items i on i.id = n.item_id where i.library_id = ${lib}`)[0]!.n as number;
 const orphanNotes = async () => (await h.admin`select count(*)::int as n from item_notes n where not exists (select 1 from items i where i.id = n.item_id)`)[0]!.n as number;
+
+/** The pid of a backend running cleanup_step that waits on a lock (polls until there is one). */
+async function waitingStepPid(): Promise<number> {
+  for (let i = 0; i < 400; i++) {
+    const [row] = await h.admin<{ pid: number }[]>`
+      select pid from pg_stat_activity
+      where datname = current_database() and wait_event_type = 'Lock' and query like '%cleanup_step%' and pid <> pg_backend_pid()`;
+    if (row) return row.pid;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error('no step ever waited on a lock');
+}
+
+/**
+ * Run `concurrent` in an open transaction on `writer`, start `run`, wait until it is blocked on
+ * a row the writer holds (it has discovered its candidates by then), then commit the writer.
+ */
+async function whileStepWaits<T>(writer: postgres.Sql, concurrent: (tx: postgres.TransactionSql) => Promise<void>, run: () => Promise<T>): Promise<T> {
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let ready!: () => void;
+  const isReady = new Promise<void>((r) => (ready = r));
+  const tx = writer.begin(async (sql) => {
+    await concurrent(sql);
+    ready();
+    await released;
+  });
+  await isReady;
+  const running = run();
+  try {
+    await waitingStepPid();
+  } finally {
+    release();
+  }
+  await tx;
+  return running;
+}
 
 async function stepAll(sql: Sql, jobId: number, options: Parameters<typeof step>[3] = {}): Promise<StepResult[]> {
   const results: StepResult[] = [];
@@ -95,19 +131,19 @@ describe('prune-library', () => {
 
   it('a changed revision is retained for another pass, then deleted once it holds still', async () => {
     const { lib, unseen, seen, jobId } = await prunable(20, 10);
-    // A writer that bypasses the triggers (owner, replica mode) rewrites an unseen row between
-    // discovery and the delete: its xmin changes under the step.
+    // A writer that bypasses the triggers (owner, replica mode) rewrites an unseen row and holds
+    // it: the step discovers the old version, waits on the row, then finds its xmin changed.
     const bypass = postgres(h.db.url, { max: 1, onnotice: () => {} });
     try {
       const target = unseen[3]!;
-      const result = await runStep(h.app, jobId, 1, {}, {
-        afterDiscover: async () => {
-          await bypass.begin(async (tx) => {
-            await tx`set local session_replication_role = replica`;
-            await tx`update items set title = 'touched' where external_id = ${target}`;
-          });
+      const result = await whileStepWaits(
+        bypass,
+        async (tx) => {
+          await tx`set local session_replication_role = replica`;
+          await tx`update items set title = 'touched' where external_id = ${target}`;
         },
-      });
+        () => step(h.app, jobId, 1),
+      );
       expect(result.counts).toMatchObject({ visited: 10, deleted: 9, retained: 1, moved: 0, alreadyAbsent: 0 });
       expect(await itemsIn(h.admin, lib)).toContain(target);
       const rest = await stepAll(h.app, jobId);
@@ -123,14 +159,17 @@ describe('prune-library', () => {
   it('a row moved to an open library mid-step counts as moved, one deleted meanwhile as already absent; neither as deleted', async () => {
     const { lib, libraryIds, unseen, jobId } = await prunable(20, 5, 2);
     const open = libraryIds[1]!;
-    const writer = createClient(h.db.url, { service: 'writer', max: 1, role: RUNTIME_ROLE });
+    // An ordinary sync writer (runtime role): moving out of the draining library is admitted.
+    const writer = postgres(h.db.url, { max: 1, onnotice: () => {}, connection: { role: RUNTIME_ROLE } });
     try {
-      const result = await runStep(h.app, jobId, 1, {}, {
-        afterDiscover: async () => {
-          await writer`update items set library_id = ${open} where external_id = ${unseen[0]!}`;
-          await writer`delete from items where external_id = ${unseen[1]!}`;
+      const result = await whileStepWaits(
+        writer,
+        async (tx) => {
+          await tx`update items set library_id = ${open} where external_id = ${unseen[0]!}`;
+          await tx`delete from items where external_id = ${unseen[1]!}`;
         },
-      });
+        () => step(h.app, jobId, 1),
+      );
       expect(result.counts).toMatchObject({ visited: 15, deleted: 13, moved: 1, alreadyAbsent: 1, retained: 0, kept: 5 });
       await stepAll(h.app, jobId);
       expect(await itemsIn(h.admin, open)).toEqual([unseen[0]]);
@@ -142,23 +181,36 @@ describe('prune-library', () => {
   });
 
   it('a crash mid-job resumes on a new connection with exact final counts', async () => {
-    const { lib, seen, jobId } = await prunable(600, 200);
+    const { lib, seen, unseen, jobId } = await prunable(600, 200);
     const doomed = createClient(h.db.url, { service: 'doomed', max: 1, role: RUNTIME_ROLE });
+    const holder = postgres(h.db.url, { max: 1, onnotice: () => {} });
     try {
       await step(doomed, jobId, 1);
       await step(doomed, jobId, 2);
-      const [{ pid }] = (await doomed`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
-      // Killed in the middle of step 3: after discovery, before the delete commits.
-      const crash = await rejection(
-        runStep(doomed, jobId, 3, {}, {
-          afterDiscover: async () => {
-            await h.admin`select pg_terminate_backend(${pid})`;
-          },
-        }),
+      // Step 3 is killed mid-flight: it has discovered its candidates and deleted none yet
+      // (it waits on a row another session holds) when its backend is terminated.
+      const victim = unseen[300]!;
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let held!: () => void;
+      const isHeld = new Promise<void>((r) => (held = r));
+      const holding = holder.begin(async (tx) => {
+        await tx`select id from items where external_id = ${victim} for update`;
+        held();
+        await released;
+      });
+      await isHeld;
+      const crashed = step(doomed, jobId, 3).then(
+        () => 'completed',
+        (e: unknown) => e,
       );
-      expect(crash).toBeTruthy();
+      const pid = await waitingStepPid();
+      await h.admin`select pg_terminate_backend(${pid})`;
+      expect(await crashed).not.toBe('completed');
+      release();
+      await holding;
     } finally {
-      await doomed.end({ timeout: 0 });
+      await Promise.all([doomed.end({ timeout: 0 }), holder.end()]);
     }
     const mid = await status(h.app, jobId);
     expect(mid.stepsDone).toBe(2);

@@ -6,7 +6,8 @@ import type { StepResult } from './types.ts';
 export { STEP_ROW_BUDGET, STEP_SCAN_WINDOW, type StepOptions, type StepTimings } from './internal/step-run.ts';
 
 /**
- * Run step `stepNo` of a deleting job: one transaction that visits and deletes at most 128
+ * Run step `stepNo` of a deleting job: one statement (the `cleanup_step` function, one round
+ * trip, its own transaction unless `sql` is already in one) that visits and deletes at most 128
  * source rows and commits them together with the job's counters, cursor and the step's record.
  *
  * In the `items` phase it walks one library of the scope from the cursor in id order up to the
