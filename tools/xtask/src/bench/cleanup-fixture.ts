@@ -31,19 +31,10 @@ async function admin<T>(url: string, fn: (sql: Sql) => Promise<T>): Promise<T> {
   }
 }
 
-/** Drop bench databases a killed run left behind (they are named for the bench only). */
-export async function dropBenchDatabases(): Promise<void> {
-  const root = await postgres();
-  await admin(root, async (sql) => {
-    const rows = await sql<{ datname: string }[]>`select datname from pg_database where datname like ${`${BENCH_DB_PREFIX}_%`}`;
-    for (const { datname } of rows) if (/^[a-z0-9_]+$/.test(datname)) await sql.unsafe(`drop database if exists ${datname} with (force)`);
-  });
-}
-
 export async function buildFixture(rows: number, log: (line: string) => void): Promise<Fixture> {
   const root = await postgres();
-  const name = `${BENCH_DB_PREFIX}_${Date.now().toString(36)}`;
-  await admin(root, (sql) => sql.unsafe(`create database ${name}`));
+  const name = `${BENCH_DB_PREFIX}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+  await createMarked(root, name);
   const url = databaseUrl(root, name);
   await migrate(url, inventoryMigrationSets({ allowedDatabases: [`${BENCH_DB_PREFIX}_*`] }), { service: 'bench' });
 
@@ -91,8 +82,20 @@ export async function buildFixture(rows: number, log: (line: string) => void): P
 export async function copyDatabase(fixture: Fixture): Promise<{ url: string; name: string }> {
   const root = await postgres();
   const name = `${fixture.name}_copy`;
-  await admin(root, (sql) => sql.unsafe(`create database ${name} template ${fixture.name}`));
+  await createMarked(root, name, fixture.name);
   return { url: databaseUrl(root, name), name };
+}
+
+/**
+ * Create a bench database carrying the testkit's marker comment, so a run that is killed
+ * leaves nothing behind for long: the test run's global setup drops marked databases after 3 h.
+ */
+async function createMarked(root: string, name: string, template?: string): Promise<void> {
+  if (!/^[a-z0-9_]+$/.test(name) || (template !== undefined && !/^[a-z0-9_]+$/.test(template))) throw new TypeError(`bad database name ${name}`);
+  await admin(root, async (sql) => {
+    await sql.unsafe(template ? `create database ${name} template ${template}` : `create database ${name}`);
+    await sql.unsafe(`comment on database ${name} is 'craig-testkit:${Date.now()}'`);
+  });
 }
 
 export async function dropDatabase(name: string): Promise<void> {

@@ -3,13 +3,12 @@
 // unaffected library of the same server the whole time.
 import { RUNTIME_ROLE, runToCompletion, status, type StepTimings } from '@craig/cleanup';
 import { createClient, type Sql } from '@craig/db';
-import { writeLine } from '../command.ts';
-import { buildFixture, copyDatabase, dropBenchDatabases, dropDatabase, warm, WRITER_ITEMS, type Fixture } from './cleanup-fixture.ts';
+import { UsageError, writeLine } from '../command.ts';
+import { buildFixture, copyDatabase, dropDatabase, warm, WRITER_ITEMS, type Fixture } from './cleanup-fixture.ts';
 import { LatencyProbe, latencyStats, printTable, rate, ratio, writeResult } from './measure.ts';
 import type { BenchSuite } from './suite.ts';
 
 const WRITER_PAGE = 10;
-const IDLE_MS = 4_000;
 
 type ProbeStats = Awaited<ReturnType<LatencyProbe['stop']>>;
 
@@ -30,12 +29,12 @@ function syncWriter(sql: Sql, fixture: Fixture): LatencyProbe {
 
 const withRate = (s: ProbeStats) => ({ ...s, nowaitRejections: s.failures.nowait ?? 0, nowaitRate: s.attempts === 0 ? 0 : (s.failures.nowait ?? 0) / s.attempts });
 
-async function measureIdle(fixture: Fixture, url: string): Promise<ProbeStats> {
+async function measureIdle(fixture: Fixture, url: string, idleMs: number): Promise<ProbeStats> {
   const sql = createClient(url, { service: 'bench-writer', max: 1, role: RUNTIME_ROLE });
   try {
     const probe = syncWriter(sql, fixture);
     probe.start();
-    await new Promise((r) => setTimeout(r, IDLE_MS));
+    await new Promise((r) => setTimeout(r, idleMs));
     return await probe.stop();
   } finally {
     await sql.end();
@@ -105,14 +104,15 @@ function phaseProfile(timings: readonly StepTimings[]) {
 export const cleanupSuite: BenchSuite = {
   name: 'cleanup',
   summary: 'stepped, fenced prune (seed 004) vs one unbounded DELETE on a copy, with a sync writer on an unaffected library',
-  options: ['rows', 'pause-ms'],
+  options: ['rows', 'pause-ms', 'idle-ms'],
   async run(ctx, options) {
     const rows = Number(options.get('rows') ?? 200_000);
     const pauseMs = Number(options.get('pause-ms') ?? 0);
-    if (!Number.isInteger(rows) || rows < 1000) throw new RangeError(`--rows must be an integer ≥ 1000: ${options.get('rows')}`);
-    if (!Number.isInteger(pauseMs) || pauseMs < 0) throw new RangeError(`--pause-ms must be a non-negative integer: ${options.get('pause-ms')}`);
+    const idleMs = Number(options.get('idle-ms') ?? 4000);
+    if (!Number.isInteger(rows) || rows < 1000) throw new UsageError(`--rows must be an integer ≥ 1000: ${options.get('rows')}`);
+    if (!Number.isInteger(pauseMs) || pauseMs < 0) throw new UsageError(`--pause-ms must be a non-negative integer: ${options.get('pause-ms')}`);
+    if (!Number.isInteger(idleMs) || idleMs < 100) throw new UsageError(`--idle-ms must be an integer ≥ 100: ${options.get('idle-ms')}`);
     const log = (line: string) => writeLine(ctx.stderr, `bench cleanup: ${line}`);
-    await dropBenchDatabases();
     const fixture = await buildFixture(rows, log);
     let copy: { url: string; name: string } | undefined;
     try {
@@ -123,15 +123,15 @@ export const cleanupSuite: BenchSuite = {
       // The machine is shared and noisy: the writer's idle latency is measured before and after
       // the stepped prune, and the lower p99 of the two is the baseline (the stricter choice).
       log('writer alone (idle, before)');
-      const idleBefore = await measureIdle(fixture, fixture.url);
+      const idleBefore = await measureIdle(fixture, fixture.url, idleMs);
       log(`stepped prune of ${fixture.unseen} unseen items`);
       const ours = await runOurs(fixture, pauseMs);
       if (ours.job.state !== 'completed' || ours.job.counts.deleted !== fixture.unseen) throw new Error(`stepped prune ended ${ours.job.state} with ${ours.job.counts.deleted} deleted, expected ${fixture.unseen}`);
       log('writer alone (idle, after)');
-      const idleAfter = await measureIdle(fixture, fixture.url);
+      const idleAfter = await measureIdle(fixture, fixture.url, idleMs);
       const idle = idleAfter.p99Ms < idleBefore.p99Ms ? idleAfter : idleBefore;
       log('writer alone on the copy (idle)');
-      const idleCopy = await measureIdle(fixture, copy.url);
+      const idleCopy = await measureIdle(fixture, copy.url, idleMs);
       log('one unbounded DELETE on the copy');
       const ceiling = await runCeiling(fixture, copy.url);
       if (ceiling.deleted !== fixture.unseen) throw new Error(`baseline deleted ${ceiling.deleted}, expected ${fixture.unseen}`);
@@ -161,9 +161,9 @@ export const cleanupSuite: BenchSuite = {
       };
       const path = await writeResult(ctx.root, 'cleanup', result);
       printTable(ctx.stdout, ['variant', 'items/s', 'ms', 'writer p50', 'writer p99', 'p99 vs idle', 'NOWAIT rejections'], [
-        ['writer idle (before)', '—', IDLE_MS, idleBefore.p50Ms, idleBefore.p99Ms, ratio(idleBefore.p99Ms, idle.p99Ms), `${idleBefore.failures.nowait ?? 0}/${idleBefore.attempts}`],
-        ['writer idle (after)', '—', IDLE_MS, idleAfter.p50Ms, idleAfter.p99Ms, ratio(idleAfter.p99Ms, idle.p99Ms), `${idleAfter.failures.nowait ?? 0}/${idleAfter.attempts}`],
-        ['writer idle (copy)', '—', IDLE_MS, idleCopy.p50Ms, idleCopy.p99Ms, 1, `${idleCopy.failures.nowait ?? 0}/${idleCopy.attempts}`],
+        ['writer idle (before)', '—', idleMs, idleBefore.p50Ms, idleBefore.p99Ms, ratio(idleBefore.p99Ms, idle.p99Ms), `${idleBefore.failures.nowait ?? 0}/${idleBefore.attempts}`],
+        ['writer idle (after)', '—', idleMs, idleAfter.p50Ms, idleAfter.p99Ms, ratio(idleAfter.p99Ms, idle.p99Ms), `${idleAfter.failures.nowait ?? 0}/${idleAfter.attempts}`],
+        ['writer idle (copy)', '—', idleMs, idleCopy.p50Ms, idleCopy.p99Ms, 1, `${idleCopy.failures.nowait ?? 0}/${idleCopy.attempts}`],
         [`stepped prune (${ours.steps} steps)`, oursRate, Math.round(ours.ms), ours.writer.p50Ms, ours.writer.p99Ms, result.writer.p99VsIdle.ours, `${ours.writer.failures.nowait ?? 0}/${ours.writer.attempts}`],
         ['unbounded DELETE (copy)', ceilingRate, Math.round(ceiling.ms), ceiling.writer.p50Ms, ceiling.writer.p99Ms, result.writer.p99VsIdle.ceiling, `${ceiling.writer.failures.nowait ?? 0}/${ceiling.writer.attempts}`],
       ]);
