@@ -1,13 +1,12 @@
-import { createClient, type Sql } from '@craig/db';
+import { createClient } from '@craig/db';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admissionOf, appendAll, cleanupHarness, itemsIn, rejection, seedItems, seedServer, type Harness } from '../test/harness.ts';
+import { admissionOf, appendAll, cleanupHarness, itemsIn, rejection, seedItems, seedServer, stepAll, type Harness } from '../test/harness.ts';
 import { AdmissionBusy, JobStateConflict } from './errors.ts';
 import { RUNTIME_ROLE } from './install.ts';
 import { createJob, status } from './jobs.ts';
 import { appendSeen, seal } from './manifest.ts';
 import { runToCompletion, step } from './step.ts';
-import type { StepResult } from './types.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -72,11 +71,6 @@ async function whileStepWaits<T>(writer: postgres.Sql, concurrent: (tx: postgres
   return running;
 }
 
-async function stepAll(sql: Sql, jobId: number, options: Parameters<typeof step>[3] = {}): Promise<StepResult[]> {
-  const results: StepResult[] = [];
-  await runToCompletion(sql, jobId, { ...options, onStep: (r) => results.push(r) });
-  return results;
-}
 
 describe('prune-library', () => {
   it('deletes exactly the unseen items in bounded steps, cascades to dependents, then reopens the library', async () => {
@@ -263,64 +257,5 @@ describe('prune-library', () => {
     expect(first.counts).toMatchObject({ visited: 0, kept: 1024, deleted: 0 });
     const results = await stepAll(h.app, jobId);
     expect(results.reduce((n, r) => n + r.counts.deleted, 0)).toBe(100);
-  });
-});
-
-describe('removal', () => {
-  it('remove-library drains its inventory, then removes the empty library; no cascade through remaining rows', async () => {
-    const { serverId, libraryIds: [lib, keep] } = await seedServer(h.app, 2);
-    await seedItems(h.app, serverId, lib!, 300);
-    await seedItems(h.app, serverId, keep!, 5);
-    await h.app`insert into item_notes (item_id, note) select id, 'n' from items where library_id = ${lib!}`;
-    const job = await createJob(h.app, { serverId, libraryId: lib!, kind: 'remove-library' });
-    const results = await stepAll(h.app, job.id);
-    expect(results.map((r) => r.phase)).toEqual(['items', 'items', 'items', 'verify', 'library']);
-    expect(results.map((r) => r.counts.deleted)).toEqual([128, 128, 44, 0, 0]);
-    expect(results.at(-1)).toMatchObject({ done: true, counts: { librariesRemoved: 1 } });
-    expect((await h.admin`select count(*)::int as n from libraries where id = ${lib!}`)[0]!.n).toBe(0);
-    expect(await itemsIn(h.admin, keep!)).toHaveLength(5);
-    expect(await orphanNotes()).toBe(0);
-  });
-
-  it('server removal: drains every library, removes the empty libraries one per step in id order, then the server', async () => {
-    const { serverId, libraryIds } = await seedServer(h.app, 3);
-    await seedItems(h.app, serverId, libraryIds[0]!, 130);
-    await seedItems(h.app, serverId, libraryIds[2]!, 10);
-    const bystander = await seedServer(h.app, 1);
-    await seedItems(h.app, bystander.serverId, bystander.libraryIds[0]!, 3);
-    const job = await createJob(h.app, { serverId, kind: 'remove-server' });
-    const results = await stepAll(h.app, job.id);
-    expect(results.map((r) => `${r.phase}@${r.libraryId ?? '-'}:${r.counts.deleted}/${r.counts.librariesRemoved}/${r.counts.serversRemoved}`)).toEqual([
-      `items@${libraryIds[0]}:128/0/0`,
-      `items@${libraryIds[0]}:2/0/0`,
-      `items@${libraryIds[1]}:0/0/0`,
-      `items@${libraryIds[2]}:10/0/0`,
-      'verify@-:0/0/0',
-      `libraries@${libraryIds[0]}:0/1/0`,
-      `libraries@${libraryIds[1]}:0/1/0`,
-      `libraries@${libraryIds[2]}:0/1/0`,
-      'server@-:0/0/1',
-    ]);
-    expect((await h.admin`select count(*)::int as n from servers where id = ${serverId}`)[0]!.n).toBe(0);
-    expect(await status(h.app, job.id)).toMatchObject({ state: 'completed', counts: { deleted: 140, librariesRemoved: 3, serversRemoved: 1 } });
-    expect(await itemsIn(h.admin, bystander.libraryIds[0]!)).toHaveLength(3);
-  });
-
-  it('jobs on different servers run independently, their steps interleaved', async () => {
-    const a = await seedServer(h.app, 1);
-    const b = await seedServer(h.app, 1);
-    await seedItems(h.app, a.serverId, a.libraryIds[0]!, 200);
-    await seedItems(h.app, b.serverId, b.libraryIds[0]!, 200);
-    const ja = await createJob(h.app, { serverId: a.serverId, libraryId: a.libraryIds[0]!, kind: 'remove-library' });
-    const jb = await createJob(h.app, { serverId: b.serverId, libraryId: b.libraryIds[0]!, kind: 'remove-library' });
-    const other = createClient(h.db.url, { service: 'other', max: 1, role: RUNTIME_ROLE });
-    try {
-      const [ra, rb] = await Promise.all([runToCompletion(h.app, ja.id, { rowBudget: 20 }), runToCompletion(other, jb.id, { rowBudget: 20 })]);
-      expect(ra.done && rb.done).toBe(true);
-    } finally {
-      await other.end();
-    }
-    expect((await status(h.app, ja.id)).counts.deleted).toBe(200);
-    expect((await status(h.app, jb.id)).counts.deleted).toBe(200);
   });
 });

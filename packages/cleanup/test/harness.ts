@@ -3,7 +3,7 @@
 // assertions, and a pool running as the non-owner runtime role for every writer path.
 import { createClient, migrate, type Sql } from '@craig/db';
 import { testDatabase, type TestDatabase } from '@craig/testkit';
-import { cleanupMigrations, RUNTIME_ROLE } from '../src/index.ts';
+import { cleanupMigrations, runToCompletion, RUNTIME_ROLE, type StepOptions, type StepResult } from '../src/index.ts';
 
 export const ALLOWED = ['inventory_t*'];
 
@@ -78,4 +78,11 @@ export async function rejection(p: Promise<unknown>): Promise<Error & { code?: s
     return error as Error & { code?: string };
   }
   throw new Error('expected a rejection');
+}
+
+/** Step a job to completion from its next step, collecting every result. */
+export async function stepAll(sql: Sql, jobId: number, options: StepOptions = {}): Promise<StepResult[]> {
+  const results: StepResult[] = [];
+  await runToCompletion(sql, jobId, { ...options, onStep: (r) => results.push(r) });
+  return results;
 }
