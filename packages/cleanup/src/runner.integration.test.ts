@@ -29,7 +29,7 @@ describe('createCleanupRunner', () => {
     await h.admin`update cleanup_jobs set collect_deadline_at = now() - interval '1 minute' where id = ${abandoned.id}`;
 
     const registry = new Registry();
-    const runner = createCleanupRunner({ url: h.db.url, service: 'test', role: RUNTIME_ROLE, historyRetentionDays: 14, registry, idleMs: 20, historyEveryMs: 1 });
+    const runner = createCleanupRunner({ url: h.db.url, sql: h.app, service: 'test', role: RUNTIME_ROLE, historyRetentionDays: 14, registry, idleMs: 20, historyEveryMs: 1 });
     runner.start();
     try {
       await eventually(async () => {
@@ -60,5 +60,22 @@ describe('createCleanupRunner', () => {
       { service: 'other-replica' },
     );
     expect(await runner.runCycle()).toMatchObject({ skipped: false });
+  });
+
+  it('with a pool, an idle runner does not even open a session: it never contends for the runner lock', async () => {
+    const runner = createCleanupRunner({ url: h.db.url, sql: h.app, service: 'test', role: RUNTIME_ROLE, historyRetentionDays: 14 });
+    await h.admin`update cleanup_jobs set state = 'cancelled', phase = 'done', cancel_reason = 'requested', finished_at = now() where state in ('collecting', 'deleting')`;
+    await withDedicatedSession(
+      h.db.url,
+      async (session) => {
+        expect(await session.tryAdvisoryLock(LOCK_KEYS.cleanupCoordinator)).toBe(true);
+        // Had it opened a session it would have found the lock taken and reported skipped.
+        expect(await runner.runCycle()).toMatchObject({ skipped: false, steps: 0 });
+        const { serverId } = await seedServer(h.app, 0);
+        await createJob(h.app, { serverId, kind: 'remove-server' });
+        expect(await runner.runCycle()).toMatchObject({ skipped: true, steps: 0 });
+      },
+      { service: 'other-replica' },
+    );
   });
 });

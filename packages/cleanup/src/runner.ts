@@ -15,6 +15,11 @@ export interface CleanupRunnerOptions {
   readonly service: string;
   /** Run the runner's sessions as this role (the runtime role). */
   readonly role?: string;
+  /**
+   * A pool for the cheap "is there any work?" check that precedes each cycle, so an idle runner
+   * does not open a dedicated session every `idleMs`. Without it every cycle opens one.
+   */
+  readonly sql?: Sql;
   /** Days a finished job's history is kept (`CLEANUP_JOB_RETENTION_DAYS`). */
   readonly historyRetentionDays: number;
   readonly logger?: Logger;
@@ -72,6 +77,12 @@ export function createCleanupRunner(options: CleanupRunnerOptions): CleanupRunne
 
   async function runCycle(signal?: AbortSignal): Promise<CycleReport> {
     const report = { skipped: false, steps: 0, jobsFinished: 0, cancelledExpired: 0, busy: 0, failed: 0, counts: { deleted: 0, moved: 0, alreadyAbsent: 0, retained: 0 } };
+    if (options.sql) {
+      const [work] = await options.sql<{ any: boolean }[]>`
+        select exists (select 1 from cleanup_jobs where state = 'deleting')
+            or exists (select 1 from cleanup_jobs where state = 'collecting' and collect_deadline_at <= now()) as any`;
+      if (!work?.any) return report;
+    }
     const started = performance.now();
     const result = await withDedicatedSession(
       options.url,

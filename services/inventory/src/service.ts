@@ -53,6 +53,7 @@ export function createService(deps: InventoryDeps): InventoryService {
   registerRoutes(app, new InventoryStore(deps.sql), { collectDeadlineMinutes: deps.cleanup.collectDeadlineMinutes });
   const runner = createCleanupRunner({
     url: deps.databaseUrl,
+    sql: deps.sql,
     service: 'inventory',
     role: deps.role ?? RUNTIME_ROLE,
     historyRetentionDays: deps.cleanup.jobRetentionDays,
