@@ -15,7 +15,7 @@ describe('pnpm xtask bench cleanup (small)', () => {
   it('prunes, measures the baseline on a copy and writes the result in the issue shape', async () => {
     const out = capture();
     const err = capture();
-    expect(await runXtask(['bench', 'cleanup', '--rows', '2000', '--idle-ms', '300'], { root, stdout: out, stderr: err })).toBe(0);
+    expect(await runXtask(['bench', 'cleanup', '--rows', '2000', '--idle-ms', '100', '--active-ms', '100'], { root, stdout: out, stderr: err })).toBe(0);
     const result = JSON.parse(await readFile(join(root, 'bench/results/cleanup.json'), 'utf8'));
     expect(Object.keys(result)).toEqual(expect.arrayContaining(['suite', 'rows', 'ours', 'ceiling', 'ratio', 'writer']));
     expect(result).toMatchObject({ suite: 'cleanup', rows: 2000, unseen: 1000, ours: { deleted: 1000 }, ceiling: { deleted: 1000 } });
@@ -23,6 +23,7 @@ describe('pnpm xtask bench cleanup (small)', () => {
     expect(result.ratio).toBeGreaterThan(0);
     expect(result.writer.ours.attempts).toBeGreaterThan(0);
     expect(result.writer.ours).toHaveProperty('nowaitRate');
+    expect(result.writer.idle.attempts).toBeGreaterThan(0);
     expect(Object.keys(result.ours.profile.phases)).toEqual(['lock', 'discover', 'fence', 'delete', 'record', 'roundTrip']);
     expect(out.text()).toContain('stepped prune');
   });

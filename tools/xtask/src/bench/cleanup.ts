@@ -5,17 +5,18 @@ import { RUNTIME_ROLE, runToCompletion, status, type StepTimings } from '@craig/
 import { createClient, type Sql } from '@craig/db';
 import { UsageError, writeLine } from '../command.ts';
 import { buildFixture, copyDatabase, dropDatabase, warm, WRITER_ITEMS, type Fixture } from './cleanup-fixture.ts';
-import { LatencyProbe, latencyStats, printTable, rate, ratio, writeResult } from './measure.ts';
+import { latencyStats, printTable, rate, ratio, writeResult } from './measure.ts';
 import type { BenchSuite } from './suite.ts';
+import { statsIn, TimedProbe } from './timed-probe.ts';
 
 const WRITER_PAGE = 10;
-
-type ProbeStats = Awaited<ReturnType<LatencyProbe['stop']>>;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+type Window = readonly [number, number];
 
 /** A sync writer: upserts a page of existing items into the unaffected library, through the triggers. */
-function syncWriter(sql: Sql, fixture: Fixture): LatencyProbe {
+function syncWriter(sql: Sql, fixture: Fixture): TimedProbe {
   let next = 0;
-  return new LatencyProbe(
+  return new TimedProbe(
     async () => {
       const ids = Array.from({ length: WRITER_PAGE }, () => `w-${(next++ % WRITER_ITEMS) + 1}`);
       await sql`
@@ -27,61 +28,65 @@ function syncWriter(sql: Sql, fixture: Fixture): LatencyProbe {
   );
 }
 
-const withRate = (s: ProbeStats) => ({ ...s, nowaitRejections: s.failures.nowait ?? 0, nowaitRate: s.attempts === 0 ? 0 : (s.failures.nowait ?? 0) / s.attempts });
-
-async function measureIdle(fixture: Fixture, url: string, idleMs: number): Promise<ProbeStats> {
-  const sql = createClient(url, { service: 'bench-writer', max: 1, role: RUNTIME_ROLE });
-  try {
-    const probe = syncWriter(sql, fixture);
-    probe.start();
-    await new Promise((r) => setTimeout(r, idleMs));
-    return await probe.stop();
-  } finally {
-    await sql.end();
-  }
-}
-
-async function runOurs(fixture: Fixture, pauseMs: number) {
+/**
+ * The stepped prune in alternating windows: `activeMs` of back-to-back steps (with `pauseMs`
+ * between steps), then `gapMs` with no step running, while one writer runs throughout. The
+ * writer's samples from the gaps are its idle baseline, taken under the same background load.
+ */
+async function runOurs(fixture: Fixture, o: { pauseMs: number; activeMs: number; gapMs: number }) {
   const writerSql = createClient(fixture.url, { service: 'bench-writer', max: 1, role: RUNTIME_ROLE });
   const stepSql = createClient(fixture.url, { service: 'bench-steps', max: 1, role: RUNTIME_ROLE });
   const timings: StepTimings[] = [];
+  const active: Window[] = [];
+  const idle: Window[] = [];
   try {
     const probe = syncWriter(writerSql, fixture);
     probe.start();
-    await new Promise((r) => setTimeout(r, 200));
-    const started = performance.now();
+    let mark = performance.now();
+    await sleep(o.gapMs);
+    idle.push([mark, performance.now()]);
     let steps = 0;
-    for (;;) {
-      const { done } = await runToCompletion(stepSql, fixture.jobId, { maxSteps: 1, onTimings: (t) => timings.push(t) });
-      steps++;
-      if (done) break;
-      if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
+    for (let done = false; !done; ) {
+      mark = performance.now();
+      while (!done && performance.now() - mark < o.activeMs) {
+        done = (await runToCompletion(stepSql, fixture.jobId, { maxSteps: 1, onTimings: (t) => timings.push(t) })).done;
+        steps++;
+        if (!done && o.pauseMs > 0) await sleep(o.pauseMs);
+      }
+      active.push([mark, performance.now()]);
+      mark = performance.now();
+      await sleep(o.gapMs);
+      idle.push([mark, performance.now()]);
     }
-    const ms = performance.now() - started;
-    const writer = await probe.stop();
+    await probe.stop();
     const job = await status(stepSql, fixture.jobId);
-    return { ms, steps, writer, job, timings };
+    const activeMs = active.reduce((n, [a, b]) => n + (b - a), 0);
+    return { activeMs, windows: active.length, steps, job, timings, writer: statsIn(probe.samples, active), idle: statsIn(probe.samples, idle) };
   } finally {
     await Promise.all([writerSql.end(), stepSql.end()]);
   }
 }
 
-async function runCeiling(fixture: Fixture, url: string) {
+/** One unbounded DELETE on the copy, the writer running before, during and after it. */
+async function runCeiling(fixture: Fixture, url: string, idleMs: number) {
   const writerSql = createClient(url, { service: 'bench-writer', max: 1, role: RUNTIME_ROLE });
   const deleter = createClient(url, { service: 'bench-delete', max: 1, role: RUNTIME_ROLE, statementTimeoutMs: 0 });
   try {
     const probe = syncWriter(writerSql, fixture);
     probe.start();
-    await new Promise((r) => setTimeout(r, 200));
+    const before: Window = [performance.now(), performance.now() + idleMs];
+    await sleep(idleMs);
     const started = performance.now();
     // Today's naive prune: one statement deleting every unseen item, cascading to its history.
     const result = await deleter`
       delete from items i
       where i.library_id = ${fixture.targetLibrary}
         and not exists (select 1 from cleanup_manifest m where m.job_id = ${fixture.jobId} and m.external_id = i.external_id)`;
-    const ms = performance.now() - started;
-    const writer = await probe.stop();
-    return { ms, deleted: result.count, writer };
+    const ended = performance.now();
+    await sleep(idleMs);
+    const after: Window = [ended, performance.now()];
+    await probe.stop();
+    return { ms: ended - started, deleted: result.count, writer: statsIn(probe.samples, [[started, ended]]), idle: statsIn(probe.samples, [before, after]) };
   } finally {
     await Promise.all([writerSql.end(), deleter.end()]);
   }
@@ -101,17 +106,22 @@ function phaseProfile(timings: readonly StepTimings[]) {
   return { steps: items.length, step: latencyStats(items.map((t) => t.totalMs)), phases };
 }
 
+function intOption(options: ReadonlyMap<string, string>, name: string, fallback: number, min: number): number {
+  const raw = options.get(name);
+  const value = raw === undefined ? fallback : Number(raw);
+  if (!Number.isInteger(value) || value < min) throw new UsageError(`--${name} must be an integer ≥ ${min}: ${raw}`);
+  return value;
+}
+
 export const cleanupSuite: BenchSuite = {
   name: 'cleanup',
   summary: 'stepped, fenced prune (seed 004) vs one unbounded DELETE on a copy, with a sync writer on an unaffected library',
-  options: ['rows', 'pause-ms', 'idle-ms'],
+  options: ['rows', 'pause-ms', 'active-ms', 'idle-ms'],
   async run(ctx, options) {
-    const rows = Number(options.get('rows') ?? 200_000);
-    const pauseMs = Number(options.get('pause-ms') ?? 0);
-    const idleMs = Number(options.get('idle-ms') ?? 4000);
-    if (!Number.isInteger(rows) || rows < 1000) throw new UsageError(`--rows must be an integer ≥ 1000: ${options.get('rows')}`);
-    if (!Number.isInteger(pauseMs) || pauseMs < 0) throw new UsageError(`--pause-ms must be a non-negative integer: ${options.get('pause-ms')}`);
-    if (!Number.isInteger(idleMs) || idleMs < 100) throw new UsageError(`--idle-ms must be an integer ≥ 100: ${options.get('idle-ms')}`);
+    const rows = intOption(options, 'rows', 200_000, 1000);
+    const pauseMs = intOption(options, 'pause-ms', 0, 0);
+    const activeMs = intOption(options, 'active-ms', 500, 50);
+    const idleMs = intOption(options, 'idle-ms', 500, 50);
     const log = (line: string) => writeLine(ctx.stderr, `bench cleanup: ${line}`);
     const fixture = await buildFixture(rows, log);
     let copy: { url: string; name: string } | undefined;
@@ -120,54 +130,44 @@ export const cleanupSuite: BenchSuite = {
       copy = await copyDatabase(fixture);
       await warm(fixture.url);
       await warm(copy.url);
-      // The machine is shared and noisy: the writer's idle latency is measured before and after
-      // the stepped prune, and the lower p99 of the two is the baseline (the stricter choice).
-      log('writer alone (idle, before)');
-      const idleBefore = await measureIdle(fixture, fixture.url, idleMs);
-      log(`stepped prune of ${fixture.unseen} unseen items`);
-      const ours = await runOurs(fixture, pauseMs);
+      log(`stepped prune of ${fixture.unseen} unseen items (${activeMs} ms of steps, then ${idleMs} ms without, repeated)`);
+      const ours = await runOurs(fixture, { pauseMs, activeMs, gapMs: idleMs });
       if (ours.job.state !== 'completed' || ours.job.counts.deleted !== fixture.unseen) throw new Error(`stepped prune ended ${ours.job.state} with ${ours.job.counts.deleted} deleted, expected ${fixture.unseen}`);
-      log('writer alone (idle, after)');
-      const idleAfter = await measureIdle(fixture, fixture.url, idleMs);
-      const idle = idleAfter.p99Ms < idleBefore.p99Ms ? idleAfter : idleBefore;
-      log('writer alone on the copy (idle)');
-      const idleCopy = await measureIdle(fixture, copy.url, idleMs);
       log('one unbounded DELETE on the copy');
-      const ceiling = await runCeiling(fixture, copy.url);
+      const ceiling = await runCeiling(fixture, copy.url, Math.max(idleMs, 2000));
       if (ceiling.deleted !== fixture.unseen) throw new Error(`baseline deleted ${ceiling.deleted}, expected ${fixture.unseen}`);
 
-      const oursRate = rate(ours.job.counts.deleted, ours.ms);
+      const oursRate = rate(ours.job.counts.deleted, ours.activeMs);
       const ceilingRate = rate(ceiling.deleted, ceiling.ms);
       const profile = phaseProfile(ours.timings);
+      const p99VsIdle = { ours: ratio(ours.writer.p99Ms, ours.idle.p99Ms), ceiling: ratio(ceiling.writer.p99Ms, ceiling.idle.p99Ms) };
       const result = {
         suite: 'cleanup',
         rows,
         unseen: fixture.unseen,
-        ours: { itemsPerSec: oursRate, deleted: ours.job.counts.deleted, ms: Math.round(ours.ms), steps: ours.steps, pauseMs, counts: ours.job.counts, profile },
-        ceiling: { itemsPerSec: ceilingRate, deleted: ceiling.deleted, ms: Math.round(ceiling.ms), statement: 'one DELETE … WHERE library_id = $1 AND NOT EXISTS (manifest)' },
+        ours: { itemsPerSec: oursRate, deleted: ours.job.counts.deleted, ms: Math.round(ours.activeMs), steps: ours.steps, windows: ours.windows, pauseMs, counts: ours.job.counts, profile },
+        ceiling: { itemsPerSec: ceilingRate, deleted: ceiling.deleted, ms: Math.round(ceiling.ms), statement: 'DELETE FROM items WHERE library_id = $1 AND NOT EXISTS (manifest)' },
         ratio: ratio(oursRate, ceilingRate),
         writer: {
           op: `upsert of ${WRITER_PAGE} items into an unaffected library of the same server (runtime role, admission triggers)`,
-          idle: withRate(idle),
-          idleBefore: withRate(idleBefore),
-          idleAfter: withRate(idleAfter),
-          idleCopy: withRate(idleCopy),
-          ours: withRate(ours.writer),
-          ceiling: withRate(ceiling.writer),
-          p99VsIdle: { ours: ratio(ours.writer.p99Ms, idle.p99Ms), ceiling: ratio(ceiling.writer.p99Ms, idleCopy.p99Ms) },
+          ours: ours.writer,
+          idle: ours.idle,
+          ceiling: ceiling.writer,
+          ceilingIdle: ceiling.idle,
+          p99VsIdle,
         },
         collect: { ids: fixture.seen, ms: Math.round(fixture.collectMs), idsPerSec: rate(fixture.seen, fixture.collectMs) },
         targets: { ratio: 0.1, writerP99VsIdle: 1.5 },
       };
       const path = await writeResult(ctx.root, 'cleanup', result);
-      printTable(ctx.stdout, ['variant', 'items/s', 'ms', 'writer p50', 'writer p99', 'p99 vs idle', 'NOWAIT rejections'], [
-        ['writer idle (before)', '—', idleMs, idleBefore.p50Ms, idleBefore.p99Ms, ratio(idleBefore.p99Ms, idle.p99Ms), `${idleBefore.failures.nowait ?? 0}/${idleBefore.attempts}`],
-        ['writer idle (after)', '—', idleMs, idleAfter.p50Ms, idleAfter.p99Ms, ratio(idleAfter.p99Ms, idle.p99Ms), `${idleAfter.failures.nowait ?? 0}/${idleAfter.attempts}`],
-        ['writer idle (copy)', '—', idleMs, idleCopy.p50Ms, idleCopy.p99Ms, 1, `${idleCopy.failures.nowait ?? 0}/${idleCopy.attempts}`],
-        [`stepped prune (${ours.steps} steps)`, oursRate, Math.round(ours.ms), ours.writer.p50Ms, ours.writer.p99Ms, result.writer.p99VsIdle.ours, `${ours.writer.failures.nowait ?? 0}/${ours.writer.attempts}`],
-        ['unbounded DELETE (copy)', ceilingRate, Math.round(ceiling.ms), ceiling.writer.p50Ms, ceiling.writer.p99Ms, result.writer.p99VsIdle.ceiling, `${ceiling.writer.failures.nowait ?? 0}/${ceiling.writer.attempts}`],
+      const nowait = (s: { nowaitRejections: number; attempts: number }) => `${s.nowaitRejections}/${s.attempts}`;
+      printTable(ctx.stdout, ['writer during', 'items/s', 'ms', 'writer p50', 'writer p99', 'p99 vs idle', 'NOWAIT rejections'], [
+        ['idle gaps between step windows', '—', '—', ours.idle.p50Ms, ours.idle.p99Ms, 1, nowait(ours.idle)],
+        [`stepped prune (${ours.steps} steps)`, oursRate, Math.round(ours.activeMs), ours.writer.p50Ms, ours.writer.p99Ms, p99VsIdle.ours, nowait(ours.writer)],
+        ['idle before/after the DELETE', '—', '—', ceiling.idle.p50Ms, ceiling.idle.p99Ms, 1, nowait(ceiling.idle)],
+        ['unbounded DELETE (copy)', ceilingRate, Math.round(ceiling.ms), ceiling.writer.p50Ms, ceiling.writer.p99Ms, p99VsIdle.ceiling, nowait(ceiling.writer)],
       ]);
-      writeLine(ctx.stdout, `\nratio (ours / unbounded DELETE items/s): ${result.ratio}  (target ≥ 0.1)`);
+      writeLine(ctx.stdout, `\nratio (ours / unbounded DELETE items/s): ${result.ratio}  (target ≥ 0.1); writer p99 vs idle: ${p99VsIdle.ours} (target ≤ 1.5)`);
       writeLine(ctx.stdout, `per items-step (${profile.steps} steps, p50 ${profile.step.p50Ms} ms, p99 ${profile.step.p99Ms} ms):`);
       printTable(ctx.stdout, ['phase', 'mean ms', 'share'], Object.entries(profile.phases).map(([k, v]) => [k, v.meanMs, v.share]));
       writeLine(ctx.stdout, `\nwrote ${path}`);
