@@ -37,6 +37,7 @@ declare
   v_phase_after text;
   v_state_after text := 'deleting';
   v_pass_after integer;
+  v_high_water bigint;
   -- Discovery.
   v_ids bigint[];
   v_revs text[];
@@ -85,6 +86,7 @@ begin
 
   v_phase_after := j.phase;
   v_pass_after := j.pass;
+  v_high_water := j.high_water_id;
   v_lib := j.cursor_library_id;
   v_cursor_lib := j.cursor_library_id;
   t_mark := clock_timestamp();
@@ -220,9 +222,11 @@ begin
       v_remaining := exists (select 1 from items where server_id = j.server_id);
     end if;
     if v_remaining then
-      -- A retained revision is still there: another pass.
+      -- A retained revision is still there (or a row written behind the triggers): another
+      -- pass, up to the current high-water id so that nothing in scope is out of its reach.
       v_phase_after := 'items';
       v_pass_after := j.pass + 1;
+      select greatest(j.high_water_id, coalesce(max(id), 0)) into v_high_water from items;
       v_cursor_lib := case when j.kind = 'remove-server' then null else v_lib end;
     elsif j.kind = 'prune-library' then
       -- Admission reopens only after the check passed, in the same transaction.
@@ -301,6 +305,7 @@ begin
     state = v_state_after,
     phase = v_phase_after,
     pass = v_pass_after,
+    high_water_id = v_high_water,
     cursor_library_id = v_cursor_lib,
     cursor_item_id = v_cursor_item,
     visited = visited + v_visited,

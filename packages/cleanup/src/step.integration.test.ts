@@ -150,6 +150,22 @@ describe('prune-library', () => {
     }
   });
 
+  it('a row slipped in behind the triggers is found by the final absence check and removed in another pass', async () => {
+    const { serverId, lib, seen, jobId } = await prunable(40, 20);
+    await step(h.app, jobId, 1);
+    // The owner, triggers off, inserts an unseen item into the draining library after the seal:
+    // its id is above the sealed high-water id, so only the absence check can see it.
+    await h.admin.begin(async (tx) => {
+      await tx`set local session_replication_role = replica`;
+      await tx`insert into items (server_id, library_id, external_id) values (${serverId}, ${lib}, 'smuggled')`;
+    });
+    const rest = await stepAll(h.app, jobId);
+    expect(rest.map((r) => `${r.phase}:${r.pass}`)).toEqual(['verify:1', 'items:2', 'verify:2']);
+    expect(rest[1]!.counts.deleted).toBe(1);
+    expect((await itemsIn(h.admin, lib)).sort()).toEqual([...seen].sort());
+    expect(await admissionOf(h.admin, lib)).toBe('open');
+  });
+
   it('a row moved to an open library mid-step counts as moved, one deleted meanwhile as already absent; neither as deleted', async () => {
     const { lib, libraryIds, unseen, jobId } = await prunable(20, 5, 2);
     const open = libraryIds[1]!;
