@@ -27,7 +27,7 @@ export {
 /** Bounded removal of finished jobs' history through `pruneTable`. */
 export { sweepCleanupHistory, type SweepHistoryOptions, type SweepHistoryResult, type HistoryTable } from './history.ts';
 /** The worker loop that steps jobs to completion. */
-export { createCleanupRunner, type CleanupRunner, type CleanupRunnerOptions, type CycleReport } from './runner.ts';
+export { createCleanupRunner, DEFAULT_STEP_PAUSE_MS, type CleanupRunner, type CleanupRunnerOptions, type CycleReport } from './runner.ts';
 /** Prometheus metrics of the runner. */
 export { cleanupMetrics, type CleanupMetrics } from './metrics.ts';
 /** Typed errors of every refusal; `translatePgError` turns trigger/NOWAIT errors from source writes into them. */

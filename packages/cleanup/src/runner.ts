@@ -26,7 +26,7 @@ export interface CleanupRunnerOptions {
   readonly registry?: Registry;
   /** Pause between cycles when there is nothing to do; default 1,000 ms. */
   readonly idleMs?: number;
-  /** Pause between two steps, giving sync writers room; default 0. */
+  /** Pause between two steps, giving sync writers room; default {@link DEFAULT_STEP_PAUSE_MS}. */
   readonly stepPauseMs?: number;
   /** Steps per cycle before the session is closed and the lock offered to other replicas; default 2,000. */
   readonly maxStepsPerCycle?: number;
@@ -34,6 +34,13 @@ export interface CleanupRunnerOptions {
   readonly historyEveryMs?: number;
   readonly stepOptions?: StepOptions;
 }
+
+/**
+ * The runner's default pause between steps. Back-to-back steps keep a database backend busy;
+ * on the 2-core reference machine a 2 ms pause kept the p99 of sync writes to other libraries
+ * within 1.5× of idle while the prune ran at ~0.13× an unbounded DELETE (ADR-060).
+ */
+export const DEFAULT_STEP_PAUSE_MS = 2;
 
 export interface CycleReport {
   /** Another replica holds the runner lock. */
@@ -70,6 +77,7 @@ export function createCleanupRunner(options: CleanupRunnerOptions): CleanupRunne
   const idleMs = options.idleMs ?? 1_000;
   const maxSteps = options.maxStepsPerCycle ?? 2_000;
   const historyEveryMs = options.historyEveryMs ?? 3_600_000;
+  const stepPauseMs = options.stepPauseMs ?? DEFAULT_STEP_PAUSE_MS;
   const sessionOptions = { service: `${options.service}:cleanup`, ...(options.role === undefined ? {} : { role: options.role }) };
   let controller: AbortController | undefined;
   let loop: Promise<void> | undefined;
@@ -138,7 +146,7 @@ export function createCleanupRunner(options: CleanupRunnerOptions): CleanupRunne
           return;
         }
         next = result.stepNo + 1;
-        if (options.stepPauseMs) await sleep(options.stepPauseMs, undefined, { signal }).catch(() => undefined);
+        if (stepPauseMs > 0) await sleep(stepPauseMs, undefined, { signal }).catch(() => undefined);
       } catch (error) {
         if (signal.aborted) return;
         const retryable = error instanceof CleanupError ? error.retryable : (error as { code?: string }).code === '55P03' || (error as { code?: string }).code === '40P01';

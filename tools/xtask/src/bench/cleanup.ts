@@ -1,7 +1,7 @@
 // `pnpm xtask bench cleanup`: the stepped, fenced prune of seed 004 beside one unbounded DELETE
 // of the same rows on a copy of the same database, each with a sync writer upserting into an
 // unaffected library of the same server the whole time.
-import { RUNTIME_ROLE, runToCompletion, status, type StepTimings } from '@craig/cleanup';
+import { DEFAULT_STEP_PAUSE_MS, RUNTIME_ROLE, runToCompletion, status, type StepTimings } from '@craig/cleanup';
 import { createClient, type Sql } from '@craig/db';
 import { UsageError, writeLine } from '../command.ts';
 import { buildFixture, copyDatabase, dropDatabase, warm, WRITER_ITEMS, type Fixture } from './cleanup-fixture.ts';
@@ -119,7 +119,8 @@ export const cleanupSuite: BenchSuite = {
   options: ['rows', 'pause-ms', 'active-ms', 'idle-ms'],
   async run(ctx, options) {
     const rows = intOption(options, 'rows', 200_000, 1000);
-    const pauseMs = intOption(options, 'pause-ms', 0, 0);
+    // By default the runner's own pacing, so the figures are what the service does.
+    const pauseMs = intOption(options, 'pause-ms', DEFAULT_STEP_PAUSE_MS, 0);
     const activeMs = intOption(options, 'active-ms', 500, 50);
     const idleMs = intOption(options, 'idle-ms', 500, 50);
     const log = (line: string) => writeLine(ctx.stderr, `bench cleanup: ${line}`);
