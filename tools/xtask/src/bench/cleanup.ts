@@ -142,6 +142,7 @@ export const cleanupSuite: BenchSuite = {
       const ceilingRate = rate(ceiling.deleted, ceiling.ms);
       const profile = phaseProfile(ours.timings);
       const p99VsIdle = { ours: ratio(ours.writer.p99Ms, ours.idle.p99Ms), ceiling: ratio(ceiling.writer.p99Ms, ceiling.idle.p99Ms) };
+      const p95VsIdle = { ours: ratio(ours.writer.p95Ms, ours.idle.p95Ms), ceiling: ratio(ceiling.writer.p95Ms, ceiling.idle.p95Ms) };
       const result = {
         suite: 'cleanup',
         rows,
@@ -156,17 +157,18 @@ export const cleanupSuite: BenchSuite = {
           ceiling: ceiling.writer,
           ceilingIdle: ceiling.idle,
           p99VsIdle,
+          p95VsIdle,
         },
         collect: { ids: fixture.seen, ms: Math.round(fixture.collectMs), idsPerSec: rate(fixture.seen, fixture.collectMs) },
         targets: { ratio: 0.1, writerP99VsIdle: 1.5 },
       };
       const path = await writeResult(ctx.root, 'cleanup', result);
       const nowait = (s: { nowaitRejections: number; attempts: number }) => `${s.nowaitRejections}/${s.attempts}`;
-      printTable(ctx.stdout, ['writer during', 'items/s', 'ms', 'writer p50', 'writer p99', 'p99 vs idle', 'NOWAIT rejections'], [
-        ['idle gaps between step windows', '—', '—', ours.idle.p50Ms, ours.idle.p99Ms, 1, nowait(ours.idle)],
-        [`stepped prune (${ours.steps} steps)`, oursRate, Math.round(ours.activeMs), ours.writer.p50Ms, ours.writer.p99Ms, p99VsIdle.ours, nowait(ours.writer)],
-        ['idle before/after the DELETE', '—', '—', ceiling.idle.p50Ms, ceiling.idle.p99Ms, 1, nowait(ceiling.idle)],
-        ['unbounded DELETE (copy)', ceilingRate, Math.round(ceiling.ms), ceiling.writer.p50Ms, ceiling.writer.p99Ms, p99VsIdle.ceiling, nowait(ceiling.writer)],
+      printTable(ctx.stdout, ['writer during', 'items/s', 'ms', 'writer p50', 'p95', 'p99', 'p99 vs idle', 'NOWAIT rejections'], [
+        ['idle gaps between step windows', '—', '—', ours.idle.p50Ms, ours.idle.p95Ms, ours.idle.p99Ms, 1, nowait(ours.idle)],
+        [`stepped prune (${ours.steps} steps)`, oursRate, Math.round(ours.activeMs), ours.writer.p50Ms, ours.writer.p95Ms, ours.writer.p99Ms, p99VsIdle.ours, nowait(ours.writer)],
+        ['idle before/after the DELETE', '—', '—', ceiling.idle.p50Ms, ceiling.idle.p95Ms, ceiling.idle.p99Ms, 1, nowait(ceiling.idle)],
+        ['unbounded DELETE (copy)', ceilingRate, Math.round(ceiling.ms), ceiling.writer.p50Ms, ceiling.writer.p95Ms, ceiling.writer.p99Ms, p99VsIdle.ceiling, nowait(ceiling.writer)],
       ]);
       writeLine(ctx.stdout, `\nratio (ours / unbounded DELETE items/s): ${result.ratio}  (target ≥ 0.1); writer p99 vs idle: ${p99VsIdle.ours} (target ≤ 1.5)`);
       writeLine(ctx.stdout, `per items-step (${profile.steps} steps, p50 ${profile.step.p50Ms} ms, p99 ${profile.step.p99Ms} ms):`);

@@ -1,4 +1,4 @@
-import { latencyStats, type LatencyStats } from './measure.ts';
+import { latencyStats, percentile, type LatencyStats } from './measure.ts';
 
 /** One operation of a probe: when it started (performance.now()), how long it took, or how it failed. */
 export interface TimedSample {
@@ -45,7 +45,7 @@ export class TimedProbe {
   }
 }
 
-export type WindowStats = LatencyStats & { readonly attempts: number; readonly failures: Record<string, number>; readonly nowaitRejections: number; readonly nowaitRate: number };
+export type WindowStats = LatencyStats & { readonly p95Ms: number; readonly attempts: number; readonly failures: Record<string, number>; readonly nowaitRejections: number; readonly nowaitRate: number };
 
 /** Latency of the successful samples that started inside any of `windows` ([from, to) pairs), and the failures among them. */
 export function statsIn(samples: readonly TimedSample[], windows: ReadonlyArray<readonly [number, number]>): WindowStats {
@@ -53,8 +53,10 @@ export function statsIn(samples: readonly TimedSample[], windows: ReadonlyArray<
   const failures: Record<string, number> = {};
   for (const s of inside) if (s.failure) failures[s.failure] = (failures[s.failure] ?? 0) + 1;
   const nowait = failures.nowait ?? 0;
+  const ok = inside.filter((s) => !s.failure).map((s) => s.ms);
   return {
-    ...latencyStats(inside.filter((s) => !s.failure).map((s) => s.ms)),
+    ...latencyStats(ok),
+    p95Ms: Math.round(percentile([...ok].sort((a, b) => a - b), 95) * 1000) / 1000,
     attempts: inside.length,
     failures,
     nowaitRejections: nowait,
