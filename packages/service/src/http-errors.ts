@@ -25,6 +25,12 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = Object.free
   job_state_conflict: 409,
   admission_closed: 409,
   database_not_allowed: 403,
+  admission_busy: 409,
+  cleanup_protocol_required: 409,
+  parent_not_found: 404,
+  parent_mismatch: 409,
+  identity_immutable: 409,
+  invalid_job_request: 400,
 });
 
 export interface CodedError {

@@ -1,5 +1,6 @@
-import { isServiceName, SERVICE_PROFILES, type ServiceProfile } from '@craig/settings';
+import { isServiceName, SERVICE_PROFILES, type ServiceProfile, type ServiceSettings } from '@craig/settings';
 import type { MigrationSet } from '@craig/db';
+import { inventoryMigrationSets } from '@craig/svc-inventory';
 
 /**
  * What xtask knows about a service: its settings profile and the migration sets it applies,
@@ -8,7 +9,16 @@ import type { MigrationSet } from '@craig/db';
  */
 export interface ServiceEntry {
   readonly profile: ServiceProfile;
-  readonly migrationSets: readonly MigrationSet[];
+  /**
+   * The sets in order, or a function of the service's loaded settings when a set depends on
+   * them (the cleanup installer guard takes its allow-list from CLEANUP_ALLOWED_DATABASES).
+   */
+  readonly migrationSets: readonly MigrationSet[] | ((settings: ServiceSettings) => readonly MigrationSet[]);
+}
+
+/** The entry's migration sets for these settings. */
+export function migrationSetsOf(entry: ServiceEntry, settings: ServiceSettings): readonly MigrationSet[] {
+  return typeof entry.migrationSets === 'function' ? entry.migrationSets(settings) : entry.migrationSets;
 }
 
 const registry = new Map<string, ServiceEntry>();
@@ -26,7 +36,7 @@ export function unregisterService(name: string): void {
 export function serviceEntry(name: string): ServiceEntry | undefined {
   const registered = registry.get(name);
   if (registered) return registered;
-  if (isServiceName(name)) return { profile: SERVICE_PROFILES[name], migrationSets: builtInMigrationSets(name) };
+  if (isServiceName(name)) return { profile: SERVICE_PROFILES[name], migrationSets: (settings) => builtInMigrationSets(name, settings) };
   return undefined;
 }
 
@@ -35,6 +45,9 @@ export function knownServiceNames(): string[] {
 }
 
 // Platform sets each service applies before its own; filled in as the packages land.
-function builtInMigrationSets(_service: string): MigrationSet[] {
-  return [];
+export function builtInMigrationSets(service: string, settings: ServiceSettings): MigrationSet[] {
+  const sets: MigrationSet[] = [];
+  // inventory: `cleanup` (guarded by CLEANUP_ALLOWED_DATABASES), then its own `inventory`.
+  if (service === 'inventory') sets.push(...inventoryMigrationSets({ allowedDatabases: settings.cleanup?.allowedDatabases ?? [] }));
+  return sets;
 }

@@ -1,4 +1,5 @@
+import { cleanupSuite } from './cleanup.ts';
 import type { BenchSuite } from './suite.ts';
 
 /** Every benchmark suite; each issue adds its own. */
-export const SUITES: readonly BenchSuite[] = [];
+export const SUITES: readonly BenchSuite[] = [cleanupSuite];
