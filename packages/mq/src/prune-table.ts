@@ -32,6 +32,14 @@ export function definePruneTarget(target: PruneTarget): PruneTarget {
   return Object.freeze({ ...target });
 }
 
+/** One batch of a {@link pruneTable} run. */
+export interface PruneBatch {
+  readonly deleted: number;
+  readonly ms: number;
+  /** Rows deleted so far by this call. */
+  readonly total: number;
+}
+
 export interface PruneTableOptions {
   /** Rows per statement; default {@link PRUNE_BATCH}. */
   readonly batchSize?: number;
@@ -39,14 +47,14 @@ export interface PruneTableOptions {
   readonly cap?: number;
   /** Checked between batches: an abort stops the loop after the batch in flight. */
   readonly signal?: AbortSignal;
-  /** Called after each batch (for progress, metrics and per-batch timing). */
-  readonly onBatch?: (batch: { readonly deleted: number; readonly ms: number; readonly total: number }) => void;
+  /** Called after each batch (progress, metrics, per-batch timing); awaited before the next batch. */
+  readonly onBatch?: (batch: PruneBatch) => unknown;
 }
 
 export interface PruneTableResult {
   readonly deleted: number;
   readonly batches: number;
-  /** The cap was reached with a full last batch: eligible rows may remain. */
+  /** The cap was reached and eligible rows remain. */
   readonly capped: boolean;
   /** The signal aborted between batches. */
   readonly aborted: boolean;
@@ -87,9 +95,13 @@ export async function pruneTable(sql: Sql, target: PruneTarget, options: PruneTa
     const count = result.count;
     deleted += count;
     batches++;
-    options.onBatch?.({ deleted: count, ms: performance.now() - started, total: deleted });
+    await options.onBatch?.({ deleted: count, ms: performance.now() - started, total: deleted });
     if (count < limit) return { deleted, batches, capped: false, aborted: false };
-    if (deleted >= cap) return { deleted, batches, capped: true, aborted: false };
+    if (deleted >= cap) {
+      // At the cap: capped only if something eligible is left (a cheap probe on the index).
+      const [left] = await sql<{ more: boolean }[]>`select exists (select 1 from ${sql(target.table)} where ${target.eligible(sql)}) as more`;
+      return { deleted, batches, capped: left!.more, aborted: false };
+    }
     await yieldToEventLoop();
   }
 }
