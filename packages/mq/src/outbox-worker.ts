@@ -128,9 +128,10 @@ export class OutboxWorker {
    * One iteration of the loop: drain until idle (unless backing off), then prune if this tick
    * is due. Never throws: failures are logged and the loop goes on.
    */
-  async tick(signal?: AbortSignal): Promise<{ drained: number; pruned?: PruneCycleResult }> {
-    let drained = 0;
-    if (performance.now() >= this.backoffUntil) drained = await this.drainUntilIdle(signal);
+  async tick(signal?: AbortSignal): Promise<{ published: number; drainSkipped: boolean; pruned?: PruneCycleResult }> {
+    let published = 0;
+    const drainSkipped = performance.now() < this.backoffUntil;
+    if (!drainSkipped) published = await this.drainUntilIdle(signal);
     let pruned: PruneCycleResult | undefined;
     // Drain FIRST, then prune (seed 000 Step 4).
     if (this.tickNo % this.everyTicks === 0 && !signal?.aborted) {
@@ -143,7 +144,7 @@ export class OutboxWorker {
     if (pruned || this.tickNo % GAUGE_EVERY_TICKS === 0) await this.refreshGauges().catch((error: unknown) => this.logger.warn({ err: error }, 'outbox gauge refresh failed'));
     // Cadence only; kept below everyTicks so it never grows without bound.
     this.tickNo = (this.tickNo + 1) % this.everyTicks;
-    return { drained, ...(pruned ? { pruned } : {}) };
+    return { published, drainSkipped, ...(pruned ? { pruned } : {}) };
   }
 
   /** Tick every `pollIntervalMs` until `signal` aborts. */

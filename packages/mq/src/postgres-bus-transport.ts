@@ -113,11 +113,11 @@ class PostgresBusTransport implements Transport {
             ${sendable.map((m) => m.eventId)}::uuid[],
             ${sendable.map((m) => m.routingKey)}::text[],
             ${sendable.map((m) => m.body)}::text[],
-            ${sendable.map((m) => JSON.stringify(m.headers ?? {}))}::jsonb[]
+            ${sendable.map((m) => JSON.stringify(m.headers ?? {}))}::text[]
           ) with ordinality as m(event_id, routing_key, body, headers, ord)
         ), ins as (
           insert into bus_deliveries (consumer, event_id, routing_key, body, headers)
-          select s.consumer, m.event_id, m.routing_key, m.body, m.headers
+          select s.consumer, m.event_id, m.routing_key, m.body, m.headers::jsonb
           from m join bus_subscriptions s on ('.' || m.routing_key) ~ s.pattern_regex
           order by m.ord, s.consumer
           returning consumer
@@ -129,7 +129,13 @@ class PostgresBusTransport implements Transport {
       if (kind.kind === 'connection' || kind.kind === 'timeout' || kind.kind === 'lock_not_available') {
         return fill(outcomes, index, { ok: false, kind: 'unavailable', error: new TransportUnavailableError(`PostgreSQL bus unavailable: ${(error as Error).message}`, error) });
       }
-      return fill(outcomes, index, { ok: false, kind: 'rejected', error: new PublishRejectedError(sendable[0]!.eventId, `bus refused the batch: ${(error as Error).message}`, error) });
+      if (sendable.length === 1) {
+        return fill(outcomes, index, { ok: false, kind: 'rejected', error: new PublishRejectedError(sendable[0]!.eventId, `the bus refused it: ${(error as Error).message}`, error) });
+      }
+      // The batch is one statement, so one refused message fails all of them. Isolate it:
+      // only the culprit is charged an attempt, its batch-mates go through.
+      for (const [k, m] of sendable.entries()) outcomes[index[k]!] = (await this.publish([m]))[0]!;
+      return outcomes;
     }
   }
 

@@ -224,7 +224,14 @@ class RabbitMqTransport implements Transport {
     } finally {
       channel.removeListener('close', onClose);
     }
-    return unavailable(new TransportUnavailableError('RabbitMQ channel closed while publishing'));
+    unavailable(new TransportUnavailableError('RabbitMQ channel closed while publishing'));
+    // A channel error fails every message in flight, not just the one the broker refused.
+    // Retry those one at a time so only the culprit is charged an attempt.
+    const rejected = sendable.filter((i) => !outcomes[i]!.ok && (outcomes[i] as { kind: string }).kind === 'rejected');
+    if (state.error && sendable.length > 1 && rejected.length > 0) {
+      for (const i of rejected) outcomes[i] = (await this.publish([messages[i]!]))[0]!;
+    }
+    return outcomes;
   }
 
   async subscribe(options: SubscribeOptions, handler: (delivery: Delivery) => Promise<void>): Promise<Subscription> {

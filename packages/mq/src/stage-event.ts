@@ -34,9 +34,11 @@ export async function stageEvent(tx: TransactionSql, event: EventInput, options:
   const bytes = Buffer.byteLength(payload) + Buffer.byteLength(headersJson);
   if (bytes > limit) throw new PayloadTooLargeError(bytes, limit, event.eventType);
   try {
+    // ::text first: the parameter is our JSON text, sent as is (a jsonb-typed parameter would be
+    // JSON-encoded again by the driver).
     const [row] = await tx<{ id: string }[]>`
       insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers)
-      values (${eventId}, ${event.aggregateType}, ${event.aggregateId}, ${event.eventType}, ${payload}::jsonb, ${headersJson}::jsonb)
+      values (${eventId}, ${event.aggregateType}, ${event.aggregateId}, ${event.eventType}, ${payload}::text::jsonb, ${headersJson}::text::jsonb)
       returning id::text`;
     return { id: row!.id, eventId };
   } catch (error) {
