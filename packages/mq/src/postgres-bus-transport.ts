@@ -78,7 +78,7 @@ class PostgresBusTransport implements Transport {
         for (const loop of this.loops) loop.wake();
       },
     );
-    this.unlisten = meta.unlisten;
+    this.unlisten = () => meta.unlisten();
   }
 
   async publish(messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {

@@ -42,7 +42,7 @@ export async function replayEvents(sql: Sql | TransactionSql, range: ReplayRange
         and created_at >= coalesce(${horizonSql(tx, windows)}, '-infinity'::timestamptz)`;
     return { replayed: result.count, horizon };
   };
-  return 'savepoint' in sql ? run(sql) : (sql as Sql).begin(run);
+  return 'savepoint' in sql ? run(sql) : (sql).begin(run);
 }
 
 function toDate(value: Date | string, range: ReplayRange): Date {

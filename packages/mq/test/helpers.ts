@@ -22,8 +22,8 @@ export async function seedOutbox(sql: Sql, opts: SeedOutbox): Promise<void> {
   await sql`
     insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at, parked_at, parked_reason)
     select gen_random_uuid(), 'case', g::text, ${opts.eventType ?? 'case.opened'}, jsonb_build_object('n', g),
-           now() - make_interval(days => ${opts.ageDays}) + make_interval(secs => g),
-           case when ${opts.published ?? false} then now() - make_interval(days => ${opts.ageDays}) + make_interval(secs => g + 1) end,
+           now() - ${opts.ageDays}::float8 * interval '1 day' + make_interval(secs => g),
+           case when ${opts.published ?? false} then now() - ${opts.ageDays}::float8 * interval '1 day' + make_interval(secs => g + 1) end,
            case when ${opts.parked ?? false} then now() end,
            case when ${opts.parked ?? false} then 'max_attempts' end
     from generate_series(1, ${opts.n}) g`;
@@ -33,7 +33,7 @@ export async function seedOutbox(sql: Sql, opts: SeedOutbox): Promise<void> {
 export async function seedInbox(sql: Sql, n: number, ageDays: number, consumer = 'c'): Promise<void> {
   await sql`
     insert into event_inbox (consumer, event_id, event_type, received_at)
-    select ${consumer}, gen_random_uuid(), 'case.opened', now() - make_interval(days => ${ageDays}) + make_interval(secs => g)
+    select ${consumer}, gen_random_uuid(), 'case.opened', now() - ${ageDays}::float8 * interval '1 day' + make_interval(secs => g)
     from generate_series(1, ${n}) g`;
 }
 

@@ -68,7 +68,7 @@ export abstract class BusLoop<Row extends Claimed> implements Subscription {
   private async run(): Promise<void> {
     let failures = 0;
     while (!this.closed) {
-      let claimed = 0;
+      let claimed: number;
       // A wake-up that arrives during the turn must not be lost to the idle wait after it.
       this.woken = false;
       try {

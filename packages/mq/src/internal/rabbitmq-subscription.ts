@@ -117,12 +117,16 @@ export abstract class RabbitSubscription implements Subscription {
     const options: Options.Publish = { ...msg.properties, headers, persistent: true };
     return new Promise((resolve, reject) => {
       try {
-        channel.publish(exchange, routingKey, msg.content, options, (err: unknown) => (err ? reject(err as Error) : resolve()));
+        channel.publish(exchange, routingKey, msg.content, options, (err: unknown) => (err ? reject(toError(err)) : resolve()));
       } catch (error) {
-        reject(error as Error);
+        reject(toError(error));
       }
     });
   }
+}
+
+function toError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
 }
 
 /** Acking or nacking on a channel that closed meanwhile throws; the broker redelivers anyway. */
@@ -137,7 +141,9 @@ function settle(fn: () => void): void {
 export function headerText(headers: Record<string, unknown> | undefined, name: string): string | undefined {
   const value = headers?.[name];
   if (value === undefined || value === null) return undefined;
-  return Buffer.isBuffer(value) ? value.toString() : String(value);
+  if (Buffer.isBuffer(value)) return value.toString();
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  return JSON.stringify(value);
 }
 
 function userHeaders(headers: Record<string, unknown> | undefined): Record<string, string> {
