@@ -1,5 +1,6 @@
 import { isServiceName, SERVICE_PROFILES, type ServiceProfile } from '@craig/settings';
 import type { MigrationSet } from '@craig/db';
+import { MQ_MIGRATIONS } from '@craig/mq';
 
 /**
  * What xtask knows about a service: its settings profile and the migration sets it applies,
@@ -34,7 +35,9 @@ export function knownServiceNames(): string[] {
   return [...new Set([...Object.keys(SERVICE_PROFILES), ...registry.keys()])];
 }
 
-// Platform sets each service applies before its own; filled in as the packages land.
+// Platform sets each service applies before its own, in order. Every service has an outbox
+// and an inbox (mq); add a package's set below it, conditioned on the service where needed.
 function builtInMigrationSets(_service: string): MigrationSet[] {
-  return [];
+  const sets: MigrationSet[] = [MQ_MIGRATIONS];
+  return sets;
 }

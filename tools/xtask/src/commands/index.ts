@@ -3,6 +3,7 @@ import { benchCommand } from './bench.ts';
 import { devstackCommand } from './devstack.ts';
 import { docsCommand } from './docs.ts';
 import { migrateCommand } from './migrate.ts';
+import { pruneCommand } from './prune.ts';
 
 /** Every command, in `--help` order. */
-export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, docsCommand, benchCommand];
+export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, docsCommand, benchCommand, pruneCommand];
