@@ -90,11 +90,16 @@ describe('stageEvent', () => {
 
 describe('OutboxWorker.drainOnce', () => {
   it('publishes pending rows oldest first and stamps published_at after the confirm', async () => {
-    const ids = await stage(3);
-    const result = await worker().drainOnce();
-    expect(result).toEqual({ claimed: 3, published: 3, failed: 0, parked: 0, unavailable: 0 });
+    // Twelve rows (ids of one and two digits) in batches of five: each batch is the next five.
+    const ids = await stage(12);
+    const w = worker({ batchSize: 5 });
+    expect(await w.drainOnce()).toEqual({ claimed: 5, published: 5, failed: 0, parked: 0, unavailable: 0 });
+    await eventually(() => expect(seen.map((e) => e.eventId)).toEqual(ids.slice(0, 5)));
+    expect(await w.drainOnce()).toMatchObject({ claimed: 5, published: 5 });
+    expect(await w.drainOnce()).toMatchObject({ claimed: 2, published: 2 });
     await eventually(() => expect(seen.map((e) => e.eventId)).toEqual(ids));
     expect(seen[0]).toMatchObject({ eventType: 'case.opened', aggregateType: 'case', aggregateId: 'c0', source: 'cases', payload: { i: 0 }, headers: {} });
+    expect(seen[11]).toMatchObject({ aggregateId: 'c11', payload: { i: 11 } });
     for (const id of ids) {
       const r = await row(id);
       expect(r.published_at).not.toBeNull();

@@ -154,7 +154,7 @@ export class BusEventLoop extends BusLoop<DeliveryRow> {
       select id::text, event_id::text, routing_key, body, headers, attempts
       from bus_deliveries
       where consumer = ${this.consumer} and visible_at <= now()
-      order by id
+      order by bus_deliveries.id
       limit ${this.prefetch}
       for update skip locked`;
   }
@@ -225,7 +225,7 @@ export class BusDeadLetterLoop extends BusLoop<DeadLetterRow> {
       select id::text, consumer, event_id::text, routing_key, body, headers, error, attempts, dead_lettered_at, dlq_attempts
       from bus_dead_letters
       where visible_at <= now()
-      order by id
+      order by bus_dead_letters.id
       limit ${this.prefetch}
       for update skip locked`;
   }

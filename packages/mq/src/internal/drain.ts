@@ -59,7 +59,7 @@ export async function drainBatch(ctx: DrainContext): Promise<DrainResult> {
       from event_outbox
       where published_at is null and parked_at is null
         and (next_attempt_at is null or next_attempt_at <= now())
-      order by id
+      order by event_outbox.id
       limit ${ctx.batchSize}
       for update skip locked`;
     if (rows.length === 0) return { claimed: 0, published: 0, failed: 0, parked: 0, unavailable: 0 };
