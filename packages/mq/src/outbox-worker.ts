@@ -2,7 +2,8 @@ import type { Sql } from '@craig/db';
 import pino, { type Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { POLL_INTERVAL_MS, PRUNE_EVERY_TICKS, pruneJitter } from './cadence.ts';
-import { drainBatch, type DrainResult } from './internal/drain.ts';
+import { Baton } from './internal/baton.ts';
+import { drainBatch, type DrainContext, type DrainResult } from './internal/drain.ts';
 import { assertWindows, type RetentionWindows } from './internal/horizon.ts';
 import { sleep } from './internal/sleep.ts';
 import { mqMetrics, type MqMetrics } from './metrics.ts';
@@ -28,6 +29,12 @@ export interface OutboxWorkerOptions {
   readonly logger?: Logger;
   /** Rows claimed per drain batch; default 500. */
   readonly batchSize?: number;
+  /**
+   * Batches in flight at once while draining a backlog; default 2. Claims and publish calls
+   * still go in id order (one batch's confirms and COMMIT overlap the next one's claim). The
+   * pool needs at least this many connections.
+   */
+  readonly drainLanes?: number;
   /** Sleep between ticks; default {@link POLL_INTERVAL_MS}. */
   readonly pollIntervalMs?: number;
   /** Ticks between prune cycles; default {@link PRUNE_EVERY_TICKS} (hourly). */
@@ -67,6 +74,9 @@ export class OutboxWorker {
   constructor(private readonly options: OutboxWorkerOptions) {
     assertWindows(options.retention);
     if (!Number.isInteger(options.maxAttempts) || options.maxAttempts < 1) throw new RangeError(`maxAttempts must be a positive integer: ${options.maxAttempts}`);
+    for (const [name, value] of [['batchSize', options.batchSize], ['drainLanes', options.drainLanes]] as const) {
+      if (value !== undefined && (!Number.isInteger(value) || value < 1)) throw new RangeError(`${name} must be a positive integer: ${value}`);
+    }
     this.logger = options.logger ?? pino({ level: 'silent' });
     this.metrics = mqMetrics(options.registry);
     this.everyTicks = options.pruneEveryTicks ?? PRUNE_EVERY_TICKS;
@@ -85,9 +95,8 @@ export class OutboxWorker {
     return this.backoffMs;
   }
 
-  /** Publish one batch of pending rows (see {@link drainBatch}). */
-  drainOnce(): Promise<DrainResult> {
-    return drainBatch({
+  private context(turn?: Baton): DrainContext {
+    return {
       sql: this.options.sql,
       transport: this.options.transport,
       service: this.options.service,
@@ -96,7 +105,43 @@ export class OutboxWorker {
       batchSize: this.options.batchSize ?? 500,
       logger: this.logger,
       metrics: this.metrics,
-    });
+      ...(turn ? { turn } : {}),
+    };
+  }
+
+  /** Publish one batch of pending rows, oldest first (see the package README for the guarantees). */
+  drainOnce(): Promise<DrainResult> {
+    return drainBatch(this.context());
+  }
+
+  /**
+   * Publish until nothing is pending (or the transport is unreachable, or `signal` aborts),
+   * `drainLanes` batches in flight. Returns the totals; throws what a batch threw.
+   */
+  async drain(signal?: AbortSignal): Promise<DrainResult> {
+    const batchSize = this.options.batchSize ?? 500;
+    const lanes = this.options.drainLanes ?? 2;
+    const turn = new Baton();
+    const total = { claimed: 0, published: 0, failed: 0, parked: 0, unavailable: 0 };
+    let stop = false;
+    let failure: { error: unknown } | undefined;
+    const lane = async () => {
+      while (!stop && !signal?.aborted) {
+        let r: DrainResult;
+        try {
+          r = await drainBatch(this.context(turn));
+        } catch (error) {
+          failure ??= { error };
+          stop = true;
+          return;
+        }
+        for (const k of Object.keys(total) as Array<keyof DrainResult>) total[k] += r[k];
+        if (r.unavailable > 0 || r.claimed < batchSize) stop = true;
+      }
+    };
+    await Promise.all(Array.from({ length: lanes }, lane));
+    if (failure) throw failure.error;
+    return total;
   }
 
   /** One prune cycle now (see {@link pruneTransportTables}). */
@@ -155,26 +200,21 @@ export class OutboxWorker {
   }
 
   private async drainUntilIdle(signal?: AbortSignal): Promise<number> {
-    let published = 0;
-    const batchSize = this.options.batchSize ?? 500;
-    for (;;) {
-      let result: DrainResult;
-      try {
-        result = await this.drainOnce();
-      } catch (error) {
-        this.backOff(error, 'outbox drain failed');
-        return published;
-      }
-      published += result.published;
-      if (result.unavailable > 0) {
-        this.backOff(undefined, 'transport unavailable; outbox rows stay pending (no attempt counted)');
-        return published;
-      }
-      if (this.backoffMs > 0) this.logger.info({ afterBackoffMs: this.backoffMs }, 'outbox drain recovered');
-      this.backoffMs = 0;
-      this.backoffUntil = 0;
-      if (result.claimed < batchSize || signal?.aborted) return published;
+    let result: DrainResult;
+    try {
+      result = await this.drain(signal);
+    } catch (error) {
+      this.backOff(error, 'outbox drain failed');
+      return 0;
     }
+    if (result.unavailable > 0) {
+      this.backOff(undefined, 'transport unavailable; outbox rows stay pending (no attempt counted)');
+      return result.published;
+    }
+    if (this.backoffMs > 0) this.logger.info({ afterBackoffMs: this.backoffMs }, 'outbox drain recovered');
+    this.backoffMs = 0;
+    this.backoffUntil = 0;
+    return result.published;
   }
 
   private backOff(error: unknown, message: string): void {

@@ -125,6 +125,14 @@ describe('OutboxWorker.drainOnce', () => {
     expect(new Set(seen.map((e) => e.eventId))).toEqual(new Set(ids));
   });
 
+  it('drains a backlog with several batches in flight, still publishing in staging order', async () => {
+    const ids = await stage(60);
+    const w = worker({ batchSize: 7, drainLanes: 3 });
+    expect(await w.drain()).toEqual({ claimed: 60, published: 60, failed: 0, parked: 0, unavailable: 0 });
+    await eventually(() => expect(seen).toHaveLength(60));
+    expect(seen.map((e) => e.eventId)).toEqual(ids);
+  });
+
   it('leaves rows untouched, with no attempt counted, when the transport cannot be reached', async () => {
     const closed = await createPostgresBusTransport({ url: bus.url, service: 'closed' });
     await closed.close();

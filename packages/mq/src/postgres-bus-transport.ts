@@ -59,6 +59,7 @@ class PostgresBusTransport implements Transport {
   private readonly logger: Logger;
   private readonly loops = new Set<Loop>();
   private unlisten: (() => Promise<void>) | undefined;
+  private publishTail: Promise<unknown> = Promise.resolve();
   private closed = false;
 
   constructor(private readonly options: PostgresBusTransportOptions) {
@@ -106,8 +107,9 @@ class PostgresBusTransport implements Transport {
     if (this.closed) return fill(outcomes, index, { ok: false, kind: 'unavailable', error: new TransportUnavailableError('the transport is closed') });
     try {
       // One statement: fan out to every matching subscription, in publish order, and notify
-      // each consumer that got rows. Atomic: all of the batch or none of it.
-      await this.sql`
+      // each consumer that got rows. Atomic: all of the batch or none of it. Concurrent calls
+      // run one after another, so one call's rows never interleave with another's ids.
+      const insert = () => this.sql`
         with m as (
           select * from unnest(
             ${sendable.map((m) => m.eventId)}::uuid[],
@@ -123,6 +125,12 @@ class PostgresBusTransport implements Transport {
           returning consumer
         )
         select pg_notify(${BUS_CHANNEL}, c.consumer) from (select distinct consumer from ins) c`;
+      const inserting = this.publishTail.then(insert);
+      this.publishTail = inserting.then(
+        () => undefined,
+        () => undefined,
+      );
+      await inserting;
       return fill(outcomes, index, { ok: true });
     } catch (error) {
       const kind = classifyPgError(error);

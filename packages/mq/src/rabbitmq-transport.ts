@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { connect, type ChannelModel, type ConfirmChannel, type RecoveringChannelModel } from 'amqplib';
 import pino, { type Logger } from 'pino';
 import { MessageTooLargeError, PublishRejectedError, TransportUnavailableError } from './errors.ts';
-import { DeadLetterSubscription, EventSubscription, H, type QueueSpec, type RabbitSubscription } from './internal/rabbitmq-subscription.ts';
+import { DeadLetterSubscription, EventSubscription, type QueueSpec, type RabbitSubscription } from './internal/rabbitmq-subscription.ts';
 import { sleep } from './internal/sleep.ts';
 import { assertRoutingKey, assertTopicPattern } from './internal/topic.ts';
 import {
@@ -70,6 +70,7 @@ class RabbitMqTransport implements Transport {
   private current: ChannelModel | undefined;
   private publishChannel: Promise<{ channel: ConfirmChannel; error?: Error }> | undefined;
   private readonly subscriptions = new Set<RabbitSubscription>();
+  private sendTail: Promise<void> = Promise.resolve();
   private closed = false;
 
   constructor(private readonly options: RabbitMqTransportOptions) {
@@ -174,42 +175,49 @@ class RabbitMqTransport implements Transport {
     const onClose = () => (closed = true);
     channel.once('close', onClose);
     try {
-      for (const i of sendable) {
-        if (closed) break;
-        const m = messages[i]!;
-        let more = true;
-        settled.push(
-          new Promise<void>((resolve) => {
-            const done = (error: unknown) => {
-              if (!error) outcomes[i] = { ok: true };
-              else if (String((error as Error).message) === 'message nacked' || state.error) {
-                outcomes[i] = { ok: false, kind: 'rejected', error: new PublishRejectedError(m.eventId, state.error ? state.error.message : 'nacked by the broker', error) };
-              } else {
-                outcomes[i] = { ok: false, kind: 'unavailable', error: new TransportUnavailableError(`RabbitMQ channel closed before confirming ${m.eventId}`, error) };
-              }
-              resolve();
-            };
-            try {
-              more = channel.publish(
-                this.exchange,
-                m.routingKey,
-                Buffer.from(m.body),
-                { persistent: true, messageId: m.eventId, contentType: 'application/json', headers: { ...m.headers, [H.routingKey]: m.routingKey } },
-                done,
-              );
-            } catch (error) {
-              // Thrown synchronously: the channel is already closed (unavailable) or the message
-              // cannot be encoded (a RangeError for an oversize header table: its own fault).
-              if (error instanceof RangeError) {
-                outcomes[i] = { ok: false, kind: 'rejected', error: new PublishRejectedError(m.eventId, error.message, error) };
+      // Concurrent calls (drain lanes) send one after another, whole batches in call order;
+      // only the waits for confirms overlap.
+      const send = async () => {
+        for (const i of sendable) {
+          if (closed) break;
+          const m = messages[i]!;
+          let more = true;
+          settled.push(
+            new Promise<void>((resolve) => {
+              const done = (error: unknown) => {
+                if (!error) outcomes[i] = { ok: true };
+                else if (String((error as Error).message) === 'message nacked' || state.error) {
+                  outcomes[i] = { ok: false, kind: 'rejected', error: new PublishRejectedError(m.eventId, state.error ? state.error.message : 'nacked by the broker', error) };
+                } else {
+                  outcomes[i] = { ok: false, kind: 'unavailable', error: new TransportUnavailableError(`RabbitMQ channel closed before confirming ${m.eventId}`, error) };
+                }
                 resolve();
-              } else done(error);
-            }
-          }),
-        );
-        // The channel's write buffer is full: wait for it before publishing more.
-        if (!more && !closed) await drained(channel);
-      }
+              };
+              try {
+                more = channel.publish(
+                  this.exchange,
+                  m.routingKey,
+                  Buffer.from(m.body),
+                  { persistent: true, messageId: m.eventId, contentType: 'application/json', ...(m.headers ? { headers: m.headers } : {}) },
+                  done,
+                );
+              } catch (error) {
+                // Thrown synchronously: the channel is already closed (unavailable) or the message
+                // cannot be encoded (a RangeError for an oversize header table: its own fault).
+                if (error instanceof RangeError) {
+                  outcomes[i] = { ok: false, kind: 'rejected', error: new PublishRejectedError(m.eventId, error.message, error) };
+                  resolve();
+                } else done(error);
+              }
+            }),
+          );
+          // The channel's write buffer is full: wait for it before publishing more.
+          if (!more && !closed) await drained(channel);
+        }
+      };
+      const sending = this.sendTail.then(send);
+      this.sendTail = sending.catch(() => undefined);
+      await sending;
       const timeoutMs = this.options.publishTimeoutMs ?? 10_000;
       const timer = new AbortController();
       const complete = await Promise.race([Promise.all(settled).then(() => true), sleep(timeoutMs, timer.signal).then(() => false)]);

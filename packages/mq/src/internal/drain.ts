@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { assertEventFields, encodeEnvelope } from '../envelope.ts';
 import type { MqMetrics } from '../metrics.ts';
 import type { OutgoingMessage, Transport } from '../transport.ts';
+import type { Baton } from './baton.ts';
 import { horizonSql, type RetentionWindows } from './horizon.ts';
 
 export type ParkReason = 'malformed' | 'max_attempts' | 'oversize' | 'replay_past_horizon';
@@ -29,6 +30,8 @@ export interface DrainContext {
   readonly batchSize: number;
   readonly logger: Logger;
   readonly metrics: MqMetrics | undefined;
+  /** Shared by concurrent lanes: claims and publish calls go in turn (see Baton). */
+  readonly turn?: Baton;
 }
 
 interface ClaimedRow {
@@ -51,7 +54,19 @@ interface ClaimedRow {
  * the commit leaves the row pending: it is published again (at-least-once; inboxes dedupe).
  */
 export async function drainBatch(ctx: DrainContext): Promise<DrainResult> {
+  const release = ctx.turn ? await ctx.turn.take() : () => {};
+  try {
+    return await claimAndPublish(ctx, release);
+  } finally {
+    release();
+  }
+}
+
+async function claimAndPublish(ctx: DrainContext, release: () => void): Promise<DrainResult> {
   return ctx.sql.begin(async (tx) => {
+    // Losing a published_at stamp to a server crash only republishes the row (at-least-once;
+    // inboxes dedupe), so this commit need not wait for its WAL flush.
+    await tx`set local synchronous_commit = off`;
     const rows = await tx<ClaimedRow[]>`
       select id::text, event_id::text, aggregate_type, aggregate_id, event_type,
              payload::text as payload, headers::text as headers, created_at, attempts,
@@ -62,7 +77,10 @@ export async function drainBatch(ctx: DrainContext): Promise<DrainResult> {
       order by event_outbox.id
       limit ${ctx.batchSize}
       for update skip locked`;
-    if (rows.length === 0) return { claimed: 0, published: 0, failed: 0, parked: 0, unavailable: 0 };
+    if (rows.length === 0) {
+      release();
+      return { claimed: 0, published: 0, failed: 0, parked: 0, unavailable: 0 };
+    }
 
     const park: Array<{ id: string; reason: ParkReason; error: string }> = [];
     const sending: ClaimedRow[] = [];
@@ -101,7 +119,11 @@ export async function drainBatch(ctx: DrainContext): Promise<DrainResult> {
       });
     }
 
-    const outcomes = messages.length > 0 ? await ctx.transport.publish(messages) : [];
+    const publishing = messages.length > 0 ? ctx.transport.publish(messages) : Promise.resolve([]);
+    // Handed to the transport (which sends concurrent calls in call order): the next lane may
+    // claim while this batch waits for its confirms.
+    release();
+    const outcomes = await publishing;
     const published: string[] = [];
     const failed: Array<{ id: string; error: string }> = [];
     let unavailable = 0;

@@ -1,4 +1,6 @@
+import { drainSuite } from './drain.ts';
+import { pruneSuite } from './prune.ts';
 import type { BenchSuite } from './suite.ts';
 
 /** Every benchmark suite; each issue adds its own. */
-export const SUITES: readonly BenchSuite[] = [];
+export const SUITES: readonly BenchSuite[] = [pruneSuite, drainSuite];
