@@ -46,6 +46,9 @@ export { createRabbitMqTransport, type RabbitMqTransportOptions } from './rabbit
 /** PostgreSQL bus transport: fan-out per consumer, SKIP LOCKED claims, LISTEN/NOTIFY, dead-letter table. */
 export { createPostgresBusTransport, type PostgresBusTransportOptions } from './postgres-bus-transport.ts';
 
+/** Open the transport a service's settings choose (`settings.transport`). */
+export { createTransport, type TransportChoice } from './create-transport.ts';
+
 /** The inbox: handler and dedup insert in one transaction; `startConsumer` subscribes with it. */
 export { inboxHandler, startConsumer, type ConsumerOptions, type EventHandler, type InboxOptions } from './inbox.ts';
 

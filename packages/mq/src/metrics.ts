@@ -12,6 +12,8 @@ export interface MqMetrics {
   readonly outboxPending: Gauge;
   /** `event_outbox_parked`: rows parked (never retried automatically, never pruned). */
   readonly outboxParked: Gauge;
+  /** `event_dead_letters`: dead letters waiting in the transport (refreshed with the outbox gauges). */
+  readonly deadLetters: Gauge;
   /** `event_outbox_published_total`: rows stamped published after a broker confirm. */
   readonly outboxPublished: Counter;
   /** `event_outbox_publish_failures_total{kind}`: per-row failures (rejected, unavailable, too_large, malformed, replay_past_horizon). */
@@ -36,6 +38,7 @@ export function mqMetrics(registry: Registry): MqMetrics {
     pruneCapLatched: new Gauge({ name: 'event_prune_cap_latched', help: '1 while the table\'s sweep is latched after hitting its per-cycle cap (resume: pnpm xtask prune <service> --resume <table>).', labelNames: ['table'], registers }),
     outboxPending: new Gauge({ name: 'event_outbox_pending', help: 'Outbox rows waiting to be published (parked rows excluded).', registers }),
     outboxParked: new Gauge({ name: 'event_outbox_parked', help: 'Outbox rows parked: never retried automatically, never pruned.', registers }),
+    deadLetters: new Gauge({ name: 'event_dead_letters', help: 'Dead letters waiting in the transport for the dead-letter consumer.', registers }),
     outboxPublished: new Counter({ name: 'event_outbox_published_total', help: 'Outbox rows stamped published after the transport confirmed them.', registers }),
     outboxPublishFailures: new Counter({ name: 'event_outbox_publish_failures_total', help: 'Outbox rows that failed a publish, by kind.', labelNames: ['kind'], registers }),
   };

@@ -96,7 +96,7 @@ describe('OutboxWorker loop', () => {
     const w = new OutboxWorker(options({ registry }));
     expect(await w.refreshGauges()).toEqual({ pending: 3, parked: 2 });
     const value = async (name: string) => (await registry.getSingleMetric(name)!.get()).values[0]!.value;
-    expect([await value('event_outbox_pending'), await value('event_outbox_parked')]).toEqual([3, 2]);
+    expect([await value('event_outbox_pending'), await value('event_outbox_parked'), await value('event_dead_letters')]).toEqual([3, 2, 0]);
     await w.drainOnce();
     await w.refreshGauges();
     expect([await value('event_outbox_pending'), await value('event_outbox_parked')]).toEqual([0, 2]);

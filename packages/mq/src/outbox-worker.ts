@@ -166,6 +166,11 @@ export class OutboxWorker {
              (select count(*) from event_outbox where parked_at is not null)::int as parked`;
     this.metrics.outboxPending.set(row!.pending);
     this.metrics.outboxParked.set(row!.parked);
+    // Best effort: a transport that is down keeps the last value.
+    await this.options.transport.deadLetterCount().then(
+      (n) => this.metrics.deadLetters.set(n),
+      () => undefined,
+    );
     return row!;
   }
 
