@@ -258,7 +258,7 @@ class RabbitMqTransport implements Transport {
         for (const pattern of options.patterns) await channel.bindQueue(queue, this.exchange, pattern);
       },
     };
-    const sub = new EventSubscription(spec, this.logger, (s) => this.subscriptions.delete(s), this.dlx, options.maxRetries, handler);
+    const sub = new EventSubscription(spec, this.logger, (s) => this.subscriptions.delete(s), () => this.current, this.dlx, options.maxRetries, handler);
     return this.attach(sub);
   }
 
@@ -270,7 +270,7 @@ class RabbitMqTransport implements Transport {
       retryDelayMs: options.retryDelayMs ?? defaultRetryDelayMs,
       declare: async () => {},
     };
-    const sub = new DeadLetterSubscription(spec, this.logger, (s) => this.subscriptions.delete(s), `${this.exchange}.`, handler);
+    const sub = new DeadLetterSubscription(spec, this.logger, (s) => this.subscriptions.delete(s), () => this.current, `${this.exchange}.`, handler);
     return this.attach(sub);
   }
 

@@ -33,6 +33,7 @@ export interface QueueSpec {
  */
 export abstract class RabbitSubscription implements Subscription {
   private channel: ConfirmChannel | undefined;
+  private attaching: Promise<void> | undefined;
   private consumerTag: string | undefined;
   private closed = false;
   private readonly inFlight = new InFlight();
@@ -42,33 +43,53 @@ export abstract class RabbitSubscription implements Subscription {
     protected readonly spec: QueueSpec,
     protected readonly logger: Logger,
     private readonly onClosed: (sub: RabbitSubscription) => void,
+    /** The transport's live connection, if any. */
+    private readonly currentModel: () => ChannelModel | undefined,
   ) {}
 
   get consumer(): string {
     return this.spec.consumer;
   }
 
-  /** Open a channel on the (new) connection and start consuming. */
-  async attach(model: ChannelModel): Promise<void> {
-    if (this.closed) return;
+  /** Open a channel on the (new) connection and start consuming (once: concurrent calls share one attempt). */
+  attach(model: ChannelModel): Promise<void> {
+    this.attaching ??= this.open(model).finally(() => (this.attaching = undefined));
+    return this.attaching;
+  }
+
+  private async open(model: ChannelModel): Promise<void> {
+    if (this.closed || this.channel) return;
     const channel = await model.createConfirmChannel();
     if (this.closed) return void (await channel.close().catch(() => {}));
     channel.on('error', (error: Error) => this.logger.warn({ err: error, consumer: this.consumer }, 'consumer channel error'));
     channel.on('close', () => {
-      if (this.channel === channel) this.channel = undefined;
+      if (this.channel !== channel) return;
+      this.channel = undefined;
+      // Closed by a channel error while the connection lives on: consume again on a new
+      // channel (a lost connection re-attaches through the transport's reconnect instead).
+      if (!this.closed) setTimeout(() => void this.reattach(), 500).unref();
     });
     await channel.prefetch(this.spec.prefetch);
     await this.spec.declare(channel);
     this.channel = channel;
     const { consumerTag } = await channel.consume(this.spec.queue, (msg) => {
       if (msg === null) {
-        this.logger.warn({ consumer: this.consumer, queue: this.spec.queue }, 'consumer cancelled by the broker');
+        // Cancelled by the broker (its queue was deleted, say): start over on a new channel,
+        // which declares the queue and its bindings again.
+        this.logger.warn({ consumer: this.consumer, queue: this.spec.queue }, 'consumer cancelled by the broker; re-attaching');
+        void channel.close().catch(() => {});
         return;
       }
       void this.inFlight.track(this.handle(channel, msg));
     });
     this.consumerTag = consumerTag;
     if (this.closed) await channel.close().catch(() => {});
+  }
+
+  private async reattach(): Promise<void> {
+    const model = this.currentModel();
+    if (this.closed || this.channel || !model) return;
+    await this.attach(model).catch((error: unknown) => this.logger.warn({ err: error, consumer: this.consumer }, 'could not re-open the consumer channel'));
   }
 
   async close(options: CloseOptions = {}): Promise<void> {
@@ -162,11 +183,12 @@ export class EventSubscription extends RabbitSubscription {
     spec: QueueSpec,
     logger: Logger,
     onClosed: (sub: RabbitSubscription) => void,
+    currentModel: () => ChannelModel | undefined,
     private readonly dlx: string,
     private readonly maxRetries: number,
     private readonly handler: (delivery: Delivery) => Promise<void>,
   ) {
-    super(spec, logger, onClosed);
+    super(spec, logger, onClosed, currentModel);
   }
 
   private delivery(msg: ConsumeMessage): Delivery {
@@ -217,10 +239,11 @@ export class DeadLetterSubscription extends RabbitSubscription {
     spec: QueueSpec,
     logger: Logger,
     onClosed: (sub: RabbitSubscription) => void,
+    currentModel: () => ChannelModel | undefined,
     private readonly queuePrefix: string,
     private readonly handler: (deadLetter: DeadLetter) => Promise<void>,
   ) {
-    super(spec, logger, onClosed);
+    super(spec, logger, onClosed, currentModel);
   }
 
   protected run(msg: ConsumeMessage): Promise<void> {
