@@ -111,12 +111,8 @@ class PostgresBusTransport implements Transport {
       // run one after another, so one call's rows never interleave with another's ids.
       const insert = () => this.sql`
         with m as (
-          select * from unnest(
-            ${sendable.map((m) => m.eventId)}::uuid[],
-            ${sendable.map((m) => m.routingKey)}::text[],
-            ${sendable.map((m) => m.body)}::text[],
-            ${sendable.map((m) => JSON.stringify(m.headers ?? {}))}::text[]
-          ) with ordinality as m(event_id, routing_key, body, headers, ord)
+          select v.event_id::uuid as event_id, v.routing_key, v.body, v.headers, v.ord::int as ord
+          from (values ${this.sql(sendable.map((m, i) => [m.eventId, m.routingKey, m.body, JSON.stringify(m.headers ?? {}), i]))}) as v(event_id, routing_key, body, headers, ord)
         ), ins as (
           insert into bus_deliveries (consumer, event_id, routing_key, body, headers)
           select s.consumer, m.event_id, m.routing_key, m.body, m.headers::jsonb
