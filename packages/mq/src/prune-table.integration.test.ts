@@ -1,5 +1,5 @@
 import { createClient } from '@craig/db';
-import { testDatabase, type TestDatabase } from '@craig/testkit';
+import { eventually, testDatabase, type TestDatabase } from '@craig/testkit';
 import postgres from 'postgres';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { definePruneTarget, pruneTable } from './prune-table.ts';
@@ -89,9 +89,10 @@ describe('pruneTable', () => {
         // commits) still sees the row as eligible, and its delete blocks on the row lock.
         await tx`update events set published_at = null where id = ${victim!.id}`;
         prune = pruneTable(pruner, aged, { batchSize: 100 });
-        await new Promise((r) => setTimeout(r, 300));
-        const [waiting] = await db.sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%delete from%'`;
-        expect(waiting?.n).toBe(1);
+        await eventually(async () => {
+          const [waiting] = await db.sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%delete from%'`;
+          expect(waiting?.n).toBe(1);
+        });
       });
       expect(await prune).toMatchObject({ deleted: 9 });
       const [kept] = await db.sql`select published_at from events where id = ${victim!.id}`;

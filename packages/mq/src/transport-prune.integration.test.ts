@@ -192,7 +192,7 @@ describe('transport sweep: one pruner per database, on a session that cannot str
       expect([i, result.skipped, result.outboxDeleted]).toEqual([i, false, 1]);
     }
     await eventually(async () => expect(await lockHolders()).toBe(0));
-  });
+  }, 120_000);
 
   it('an abort mid-cycle stops between batches, before the inbox, and frees the lock', async () => {
     await seedOutbox(db.sql, { n: 50, ageDays: 40, published: true });

@@ -25,9 +25,16 @@ export interface Delivery {
   readonly routingKey: string;
   readonly body: string;
   readonly headers: Readonly<Record<string, string>>;
-  /** 1 for the first handler attempt; each failed attempt is retried with the next number. */
+  /**
+   * 1 for the first handler attempt; each failed attempt is retried with the next number. A
+   * consumer that dies holding the message does not count: the next instance gets the same
+   * number (so a message that crashes its consumer every time is redelivered forever).
+   */
   readonly attempt: number;
-  /** The transport may have handed this message to a consumer before (one died holding it). */
+  /**
+   * The message was handed out before: RabbitMQ's redelivered flag (also after a consumer
+   * died), or on the bus after a failed attempt (the bus cannot see a death).
+   */
   readonly redelivered: boolean;
 }
 
