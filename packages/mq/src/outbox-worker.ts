@@ -27,7 +27,7 @@ export interface OutboxWorkerOptions {
   readonly maxAttempts: number;
   readonly registry: Registry;
   readonly logger?: Logger;
-  /** Rows claimed per drain batch; default 500. */
+  /** Rows claimed per drain batch; default 1,000. */
   readonly batchSize?: number;
   /**
    * Batches in flight at once while draining a backlog; default 2. Claims and publish calls
@@ -102,7 +102,7 @@ export class OutboxWorker {
       service: this.options.service,
       retention: this.options.retention,
       maxAttempts: this.options.maxAttempts,
-      batchSize: this.options.batchSize ?? 500,
+      batchSize: this.options.batchSize ?? 1000,
       logger: this.logger,
       metrics: this.metrics,
       ...(turn ? { turn } : {}),
@@ -119,7 +119,7 @@ export class OutboxWorker {
    * `drainLanes` batches in flight. Returns the totals; throws what a batch threw.
    */
   async drain(signal?: AbortSignal): Promise<DrainResult> {
-    const batchSize = this.options.batchSize ?? 500;
+    const batchSize = this.options.batchSize ?? 1000;
     const lanes = this.options.drainLanes ?? 2;
     const turn = new Baton();
     const total = { claimed: 0, published: 0, failed: 0, parked: 0, unavailable: 0 };
