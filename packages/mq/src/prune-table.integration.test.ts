@@ -65,6 +65,22 @@ describe('pruneTable', () => {
     expect(await pruneTable(db.sql, aged, { batchSize: 100, cap: 300 })).toMatchObject({ deleted: 200, capped: false });
   });
 
+  it('walks forward: a row that becomes eligible behind the batches during a call is left for the next call', async () => {
+    await seed(300, { ageDays: 40, published: true });
+    let inserted = false;
+    const first = await pruneTable(db.sql, aged, {
+      batchSize: 100,
+      onBatch: async () => {
+        if (inserted) return;
+        inserted = true;
+        await db.sql`insert into events (created_at, published_at) values (now() - interval '50 days', now() - interval '50 days')`;
+      },
+    });
+    expect(first).toMatchObject({ deleted: 300, batches: 4 });
+    expect(await count()).toBe(1);
+    expect(await pruneTable(db.sql, aged, { batchSize: 100 })).toMatchObject({ deleted: 1 });
+  });
+
   it('stops between batches when aborted', async () => {
     await seed(1000, { ageDays: 40, published: true });
     const controller = new AbortController();

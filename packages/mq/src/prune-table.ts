@@ -62,7 +62,8 @@ export interface PruneTableResult {
 
 /**
  * Delete a target's eligible rows in batches, oldest `orderBy` first, each batch one statement
- * in autocommit. Each statement selects the batch's ctids and deletes them, re-checking the
+ * in autocommit, each starting where the previous one stopped (so per-batch cost does not grow
+ * with the rows already deleted). Each statement selects the batch's ctids and deletes them, re-checking the
  * whole predicate on the rows it removes: a row changed by a concurrent writer while the delete
  * waited on its lock (a replay re-nulling `published_at`, say) is re-evaluated at its new
  * version and survives. A ctid is only stable within one statement, which is why the select and
@@ -79,19 +80,30 @@ export async function pruneTable(sql: Sql, target: PruneTarget, options: PruneTa
 
   let deleted = 0;
   let batches = 0;
+  // Keyset cursor: each batch starts at the last key the previous one deleted (inclusive, for
+  // ties), so no batch walks the index entries of the rows already deleted in this call. A row
+  // behind the cursor that became eligible meanwhile is left for the next cycle.
+  let cursor: string | null = null;
   for (;;) {
     if (options.signal?.aborted) return { deleted, batches, capped: false, aborted: true };
     const limit = Math.min(batchSize, cap - deleted);
     const started = performance.now();
-    const result = await sql`
-      delete from ${sql(target.table)}
-      where ctid = any(array(
-          select ctid from ${sql(target.table)}
-          where ${target.eligible(sql)}
-          order by ${sql(target.orderBy)}
-          limit ${limit}
-        ))
-        and ${target.eligible(sql)}`;
+    const after: PendingQuery<Row[]> = cursor === null ? sql`` : sql`and ${sql(target.orderBy)} >= ${cursor}`;
+    const rows: Array<{ count: number; last: string | null }> = await sql<{ count: number; last: string | null }[]>`
+      with batch as (
+        delete from ${sql(target.table)}
+        where ctid = any(array(
+            select ctid from ${sql(target.table)}
+            where ${target.eligible(sql)} ${after}
+            order by ${sql(target.orderBy)}
+            limit ${limit}
+          ))
+          and ${target.eligible(sql)}
+        returning ${sql(target.orderBy)} as key
+      )
+      select count(*)::int as count, max(key)::text as last from batch`;
+    const result = rows[0]!;
+    cursor = result.last ?? cursor;
     const count = result.count;
     deleted += count;
     batches++;

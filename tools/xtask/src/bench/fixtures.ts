@@ -46,8 +46,13 @@ export function outboxCopy(rows: number, options: { pending?: 'aged' | 'all' } =
   });
 }
 
-/** Read the whole table once so both contenders start with the same (warm) cache. */
+/**
+ * Read the whole table once so both contenders start with the same (warm) cache, after a
+ * checkpoint: copying the template wrote the whole database to WAL, and a checkpoint forced by
+ * that in the middle of one contender's run would be charged to it alone.
+ */
 export async function warm(sql: Sql): Promise<void> {
+  await sql`checkpoint`.catch(() => undefined);
   await sql`select count(*) from event_outbox`;
   await sql`select count(*) from event_outbox where published_at is not null and created_at < now()`;
 }
