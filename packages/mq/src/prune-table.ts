@@ -16,7 +16,11 @@ export const PRUNE_CYCLE_CAP = 1_000_000;
  */
 export interface PruneTarget {
   readonly table: string;
-  /** Indexed column the batches walk in order, so no batch rescans the table. */
+  /**
+   * Indexed column the batches walk in order, so no batch rescans the table. Batches continue
+   * from the last value deleted (a keyset cursor), so it must be non-null on eligible rows and
+   * have a text form that casts back to its type (timestamps, integers, text).
+   */
   readonly orderBy: string;
   /** The eligibility predicate. Evaluated by the select AND re-checked by the delete. */
   readonly eligible: (sql: Sql) => PendingQuery<Row[]>;
