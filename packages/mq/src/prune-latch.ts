@@ -18,11 +18,16 @@ export async function readPruneLatches(sql: Sql): Promise<Map<string, PruneLatch
 
 /** Latch `target` and return the latch (idempotent: an existing latch's record is kept). */
 export async function latchPrune(sql: Sql, target: string, fields: { deleted: number; cap: number }): Promise<PruneLatch> {
-  const [row] = await sql<{ target: string; latched_at: Date; deleted: string; cap: string }[]>`
-    insert into prune_latch (target, deleted, cap) values (${target}, ${fields.deleted}, ${fields.cap})
-    on conflict (target) do update set target = prune_latch.target
-    returning target, latched_at, deleted::text, cap::text`;
-  return { target: row!.target, latchedAt: row!.latched_at, deleted: Number(row!.deleted), cap: Number(row!.cap) };
+  return sql.begin(async (tx) => {
+    // Durable even on a session that prunes with synchronous_commit off: a latch lost to a
+    // crash would let the next cycle delete another cap's worth.
+    await tx`set local synchronous_commit = on`;
+    const [row] = await tx<{ target: string; latched_at: Date; deleted: string; cap: string }[]>`
+      insert into prune_latch (target, deleted, cap) values (${target}, ${fields.deleted}, ${fields.cap})
+      on conflict (target) do update set target = prune_latch.target
+      returning target, latched_at, deleted::text, cap::text`;
+    return { target: row!.target, latchedAt: row!.latched_at, deleted: Number(row!.deleted), cap: Number(row!.cap) };
+  });
 }
 
 /**

@@ -106,6 +106,10 @@ export async function pruneTransportTables(options: PruneCycleOptions): Promise<
           skipped = true;
           return;
         }
+        // A batch whose commit is lost to a server crash only brings its rows back, still
+        // eligible, for the next cycle: the batches need not wait for their WAL flush. (The
+        // latch, which must survive a crash, commits synchronously: see latchPrune.)
+        await session.sql`set synchronous_commit = off`;
         const latches = await readPruneLatches(session.sql);
         // ORDER IS LOAD-BEARING: outbox before inbox, never in one transaction. A cycle that
         // fails between the two leaves (outbox pruned, inbox kept): every dedup record still
