@@ -1,5 +1,6 @@
 import { isServiceName, SERVICE_PROFILES, type ServiceProfile, type ServiceSettings } from '@craig/settings';
 import type { MigrationSet } from '@craig/db';
+import { MQ_MIGRATIONS } from '@craig/mq';
 import { inventoryMigrationSets } from '@craig/svc-inventory';
 
 /**
@@ -44,9 +45,10 @@ export function knownServiceNames(): string[] {
   return [...new Set([...Object.keys(SERVICE_PROFILES), ...registry.keys()])];
 }
 
-// Platform sets each service applies before its own; filled in as the packages land.
+// Platform sets each service applies before its own, in order. Every service has an outbox
+// and an inbox (mq); the others are added per service.
 export function builtInMigrationSets(service: string, settings: ServiceSettings): MigrationSet[] {
-  const sets: MigrationSet[] = [];
+  const sets: MigrationSet[] = [MQ_MIGRATIONS];
   // inventory: `cleanup` (guarded by CLEANUP_ALLOWED_DATABASES), then its own `inventory`.
   if (service === 'inventory') sets.push(...inventoryMigrationSets({ allowedDatabases: settings.cleanup?.allowedDatabases ?? [] }));
   return sets;

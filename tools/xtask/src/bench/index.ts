@@ -1,5 +1,7 @@
 import { cleanupSuite } from './cleanup.ts';
+import { drainSuite } from './drain.ts';
+import { pruneSuite } from './prune.ts';
 import type { BenchSuite } from './suite.ts';
 
 /** Every benchmark suite; each issue adds its own. */
-export const SUITES: readonly BenchSuite[] = [cleanupSuite];
+export const SUITES: readonly BenchSuite[] = [pruneSuite, drainSuite, cleanupSuite];

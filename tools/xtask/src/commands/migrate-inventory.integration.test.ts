@@ -17,19 +17,20 @@ const env = (url: string, allowed?: string) => ({
 });
 
 describe('pnpm xtask migrate inventory', () => {
-  it('applies the cleanup and inventory sets into an allow-listed database', async () => {
+  it('applies the mq, cleanup and inventory sets into an allow-listed database', async () => {
     db = await testDatabase({ prefix: 'inventory_t', max: 1 });
     const out = capture();
     expect(await runXtask(['migrate', 'inventory'], { env: env(db.url, 'inventory_t*'), stdout: out })).toBe(0);
-    expect(out.text()).toMatch(/sets: cleanup, inventory/);
-    const [t] = await db.sql`select to_regclass('items')::text as items, to_regclass('item_classifications')::text as history`;
-    expect(t).toEqual({ items: 'items', history: 'item_classifications' });
+    expect(out.text()).toMatch(/sets: mq, cleanup, inventory/);
+    const [t] = await db.sql`select to_regclass('event_outbox')::text as outbox, to_regclass('items')::text as items, to_regclass('item_classifications')::text as history`;
+    expect(t).toEqual({ outbox: 'event_outbox', items: 'items', history: 'item_classifications' });
   });
 
   it('refuses a database off CLEANUP_ALLOWED_DATABASES (default: inventory) and applies nothing', async () => {
     db = await testDatabase({ prefix: 'inventory_t', max: 1 });
     await expect(runXtask(['migrate', 'inventory'], { env: env(db.url), stdout: capture() })).rejects.toMatchObject({ code: 'database_not_allowed', database: db.name, allowed: ['inventory'] });
-    const [t] = await db.sql`select to_regclass('items') as items`;
-    expect(t?.items).toBeNull();
+    // Not even the mq set, which comes first: every set's preflight runs before any file.
+    const [t] = await db.sql`select to_regclass('items') as items, to_regclass('event_outbox') as outbox`;
+    expect(t).toEqual({ items: null, outbox: null });
   });
 });
