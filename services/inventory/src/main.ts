@@ -1,7 +1,8 @@
-// The inventory service's composition root: settings → schema → clients → HTTP and the cleanup
-// runner; stopped in reverse order on SIGTERM/SIGINT.
+// The inventory service's composition root: settings → schema → clients → HTTP, the outbox
+// worker and the cleanup runner; stopped in reverse order on SIGTERM/SIGINT.
 import { RUNTIME_ROLE } from '@craig/cleanup';
 import { createClient, migrate } from '@craig/db';
+import { BUS_MIGRATIONS, createTransport } from '@craig/mq';
 import { createLogger, Lifecycle } from '@craig/service';
 import { loadServiceSettings } from '@craig/settings';
 import { Registry } from 'prom-client';
@@ -16,10 +17,13 @@ life.stopOnSignals();
 try {
   // The installer guard runs first: nothing is applied to a database off the allow-list.
   await migrate(settings.databaseUrl, inventoryMigrationSets(settings.cleanup), { service: 'inventory', logger });
+  if (settings.transport.kind === 'postgres') await migrate(settings.transport.busDatabaseUrl, [BUS_MIGRATIONS], { service: 'inventory', logger });
 
   // Every runtime connection is the non-owner runtime role: the admission triggers hold for it.
-  const sql = createClient(settings.databaseUrl, { service: 'inventory', max: 5, role: RUNTIME_ROLE });
+  const sql = createClient(settings.databaseUrl, { service: 'inventory', max: 6, role: RUNTIME_ROLE });
   life.add('database pool', () => sql.end({ timeout: 5 }));
+  const transport = await createTransport(settings.transport, { service: 'inventory', logger });
+  life.add('transport', () => transport.close());
 
   const registry = new Registry();
   const service = createService({
@@ -29,11 +33,20 @@ try {
     registry,
     adminToken: settings.adminToken,
     cleanup: settings.cleanup,
+    transport,
+    retention: settings.retention,
+    outboxMaxAttempts: settings.outbox.maxAttempts,
     logger,
   });
 
   service.runner.start();
   life.add('cleanup runner', () => service.runner.stop());
+  const outbox = new AbortController();
+  const outboxStopped = service.outbox.run(outbox.signal);
+  life.add('outbox worker', async () => {
+    outbox.abort();
+    await outboxStopped;
+  });
 
   await service.app.listen({ host: settings.http.host, port: settings.http.port });
   life.add('http', () => service.app.close());

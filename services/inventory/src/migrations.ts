@@ -1,14 +1,17 @@
 import { cleanupMigrations, guardedMigrationSet, type CleanupInstallOptions } from '@craig/cleanup';
 import type { MigrationSet } from '@craig/db';
+import { MQ_MIGRATIONS } from '@craig/mq';
 
 /** Where the service's own set (`inventory`) lives. */
 export const INVENTORY_MIGRATIONS_DIRECTORY = new URL('../sql/', import.meta.url);
 
 /**
- * The inventory database's sets, in order: `cleanup` (source tables, admission, jobs, runtime
- * role), then the service's own `inventory` (classification history). Both carry the
- * installer guard: nothing is applied unless the database is on `CLEANUP_ALLOWED_DATABASES`.
+ * The inventory database's sets, in order: `mq` (outbox and inbox, as every service), `cleanup`
+ * (source tables, admission, jobs, runtime role), then the service's own `inventory`
+ * (classification history, the runtime role's event grants). The guarded sets' preflight runs
+ * before any file of any set, so nothing at all is applied unless the database is on
+ * `CLEANUP_ALLOWED_DATABASES`.
  */
 export function inventoryMigrationSets(options: CleanupInstallOptions): MigrationSet[] {
-  return [cleanupMigrations(options), guardedMigrationSet({ name: 'inventory', directory: INVENTORY_MIGRATIONS_DIRECTORY }, options)];
+  return [MQ_MIGRATIONS, cleanupMigrations(options), guardedMigrationSet({ name: 'inventory', directory: INVENTORY_MIGRATIONS_DIRECTORY }, options)];
 }

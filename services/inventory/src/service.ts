@@ -1,6 +1,7 @@
 import { createCleanupRunner, RUNTIME_ROLE, type CleanupRunner } from '@craig/cleanup';
 import type { Sql } from '@craig/db';
-import { createHttpApp, silentLogger } from '@craig/service';
+import { OutboxWorker, redriveParked, replayEvents, type RetentionWindows, type Transport } from '@craig/mq';
+import { createHttpApp, registerEventAdminRoutes, silentLogger } from '@craig/service';
 import type { CleanupSettings } from '@craig/settings';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -18,6 +19,11 @@ export interface InventoryDeps {
   readonly registry: Registry;
   readonly adminToken: string;
   readonly cleanup: Pick<CleanupSettings, 'collectDeadlineMinutes' | 'jobRetentionDays'>;
+  /** Where the outbox publishes (`createTransport(settings.transport, …)`). */
+  readonly transport: Transport;
+  /** Transport-sweep windows (EVENT_OUTBOX/INBOX_RETENTION_DAYS) and OUTBOX_MAX_ATTEMPTS. */
+  readonly retention: RetentionWindows;
+  readonly outboxMaxAttempts: number;
   readonly logger?: Logger;
   /** Runner tuning (tests and benchmarks); defaults suit production. */
   readonly runner?: { readonly idleMs?: number; readonly stepPauseMs?: number; readonly historyEveryMs?: number };
@@ -27,6 +33,8 @@ export interface InventoryService {
   readonly app: FastifyInstance;
   /** Steps cleanup jobs to completion; `start()` it after the app is ready. */
   readonly runner: CleanupRunner;
+  /** Publishes the outbox and runs the transport sweep; `run(signal)` it after the app is ready. */
+  readonly outbox: OutboxWorker;
 }
 
 /** The inventory service, wired from its dependencies; `main.ts` and the tests both use this. */
@@ -51,6 +59,24 @@ export function createService(deps: InventoryDeps): InventoryService {
     ],
   });
   registerRoutes(app, new InventoryStore(deps.sql), { collectDeadlineMinutes: deps.cleanup.collectDeadlineMinutes });
+  registerEventAdminRoutes(app, {
+    replay: (range) => replayEvents(deps.sql, range, deps.retention),
+    redrive: (request) =>
+      redriveParked(deps.sql, deps.retention, {
+        ...(request.ids ? { ids: request.ids } : {}),
+        ...(request.limit ? { limit: request.limit } : {}),
+      }),
+  });
+  const outbox = new OutboxWorker({
+    service: 'inventory',
+    sql: deps.sql,
+    databaseUrl: deps.databaseUrl,
+    transport: deps.transport,
+    retention: deps.retention,
+    maxAttempts: deps.outboxMaxAttempts,
+    registry: deps.registry,
+    logger,
+  });
   const runner = createCleanupRunner({
     url: deps.databaseUrl,
     sql: deps.sql,
@@ -63,5 +89,5 @@ export function createService(deps: InventoryDeps): InventoryService {
     ...(deps.runner?.stepPauseMs === undefined ? {} : { stepPauseMs: deps.runner.stepPauseMs }),
     ...(deps.runner?.historyEveryMs === undefined ? {} : { historyEveryMs: deps.runner.historyEveryMs }),
   });
-  return { app, runner };
+  return { app, runner, outbox };
 }

@@ -1,5 +1,6 @@
 import { RUNTIME_ROLE } from '@craig/cleanup';
-import { createClient, migrate, type Sql } from '@craig/db';
+import { createClient, migrate, migrationTemplate, type Sql } from '@craig/db';
+import { BUS_MIGRATIONS, createPostgresBusTransport, type Transport } from '@craig/mq';
 import { testDatabase, type TestDatabase } from '@craig/testkit';
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
@@ -11,6 +12,9 @@ export const ADMIN_TOKEN = 'an-admin-token-for-tests';
 
 export interface ServiceHarness {
   readonly db: TestDatabase;
+  /** The PostgreSQL bus the service publishes to. */
+  readonly bus: TestDatabase;
+  readonly transport: Transport;
   readonly admin: Sql;
   readonly sql: Sql;
   readonly service: InventoryService;
@@ -21,7 +25,8 @@ export interface ServiceHarness {
 
 /** A migrated inventory database (named to match the allow-list) and the service on it, as the runtime role. */
 export async function serviceHarness(): Promise<ServiceHarness> {
-  const db = await testDatabase({ prefix: 'inventory_t', max: 2 });
+  const [db, bus] = await Promise.all([testDatabase({ prefix: 'inventory_t', max: 2 }), testDatabase({ template: migrationTemplate([BUS_MIGRATIONS]), max: 1 })]);
+  const transport = await createPostgresBusTransport({ url: bus.url, service: 'inventory-test' });
   await migrate(db.url, inventoryMigrationSets({ allowedDatabases: ALLOWED }), { service: 'test' });
   const sql = createClient(db.url, { service: 'inventory-test', max: 3, role: RUNTIME_ROLE, idleTimeoutSeconds: 5 });
   const registry = new Registry();
@@ -31,11 +36,16 @@ export async function serviceHarness(): Promise<ServiceHarness> {
     registry,
     adminToken: ADMIN_TOKEN,
     cleanup: { collectDeadlineMinutes: 60, jobRetentionDays: 14 },
+    transport,
+    retention: { outboxDays: 30, inboxDays: 31 },
+    outboxMaxAttempts: 10,
     runner: { idleMs: 20 },
   });
   await service.app.ready();
   return {
     db,
+    bus,
+    transport,
     admin: db.sql,
     sql,
     service,
@@ -45,7 +55,8 @@ export async function serviceHarness(): Promise<ServiceHarness> {
       await service.runner.stop();
       await service.app.close();
       await sql.end({ timeout: 1 });
-      await db.drop();
+      await transport.close();
+      await Promise.all([db.drop(), bus.drop()]);
     },
   };
 }

@@ -48,8 +48,7 @@ export function knownServiceNames(): string[] {
 // Platform sets each service applies before its own, in order. Every service has an outbox
 // and an inbox (mq); the others are added per service.
 export function builtInMigrationSets(service: string, settings: ServiceSettings): MigrationSet[] {
-  const sets: MigrationSet[] = [MQ_MIGRATIONS];
-  // inventory: `cleanup` (guarded by CLEANUP_ALLOWED_DATABASES), then its own `inventory`.
-  if (service === 'inventory') sets.push(...inventoryMigrationSets({ allowedDatabases: settings.cleanup?.allowedDatabases ?? [] }));
-  return sets;
+  // inventory: mq, `cleanup` (guarded by CLEANUP_ALLOWED_DATABASES), then its own `inventory`.
+  if (service === 'inventory') return inventoryMigrationSets({ allowedDatabases: settings.cleanup?.allowedDatabases ?? [] });
+  return [MQ_MIGRATIONS];
 }
