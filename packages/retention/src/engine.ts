@@ -1,0 +1,300 @@
+import { promisify } from 'node:util';
+import { gzip as gzipCallback } from 'node:zlib';
+import { LOCK_KEYS, withDedicatedSession, type Sql, type TransactionSql } from '@craig/db';
+import { ForeignObjectError, StoreError, type ObjectStore } from '@craig/store';
+import pino, { type Logger } from 'pino';
+import { Registry } from 'prom-client';
+import { uuidv7 } from './archive-id.ts';
+import { archiveKey } from './archive-key.ts';
+import { ArchiveSpecError, BatchCountMismatchError, PurgeRefusedError, RetentionError, type PurgeRequest } from './errors.ts';
+import { deleteArchived, insertLedger, selectBatch, setCanonicalOutput, type LedgerEntry, type SelectedBatch } from './internal/batch-sql.ts';
+import { planTable, type TablePlan } from './internal/catalog.ts';
+import { archiveMetrics, type ArchiveMetrics, type BatchOutcome } from './internal/metrics.ts';
+import { checkSpecOrder, type ArchiveSpec } from './spec.ts';
+
+const gzip = promisify(gzipCallback);
+
+/** Most rows one table may lose in one cycle: a jumped clock stops here instead of draining everything. */
+export const ARCHIVE_CYCLE_CAP = 1_000_000;
+
+/** What the engine tells the outbox hook about a batch it is committing. */
+export type ArchivedBatch = LedgerEntry;
+
+export interface ArchiveEngineOptions {
+  /** The service whose database this is; becomes the key's `<service>` segment. */
+  readonly service: string;
+  readonly databaseUrl: string;
+  readonly store: ObjectStore;
+  /** In FK deletion order: dependents before the tables they reference. */
+  readonly specs: readonly ArchiveSpec[];
+  /** The service's hot window (settings `ARCHIVE_HOT_WINDOW_DAYS`); a spec may only lengthen it. */
+  readonly hotWindowDays: number;
+  /** Settings `ARCHIVE_PREFIX`. */
+  readonly prefix: string;
+  readonly registry?: Registry;
+  readonly logger?: Logger;
+  /**
+   * Called inside the ledger+delete transaction, after the delete matched: stage the outbox
+   * event announcing the batch here (rules and security do; exchange is ledger-only). If it
+   * throws, the batch rolls back with it.
+   */
+  readonly onBatchArchived?: (tx: TransactionSql, batch: ArchivedBatch) => Promise<void>;
+  /** Per table per cycle; default {@link ARCHIVE_CYCLE_CAP}. */
+  readonly maxRowsPerCycle?: number;
+  /** gzip level 1…9; default 6. */
+  readonly gzipLevel?: number;
+  /** New archive ids; UUIDv7 by default (tests pin them to provoke key collisions). */
+  readonly newArchiveId?: () => string;
+  /**
+   * Fault injection for tests: runs after the object is stored, before the ledger
+   * transaction. A throw here is a crash between put and ledger.
+   */
+  readonly afterStore?: (batch: { readonly table: string; readonly archiveId: string; readonly key: string }) => Promise<void>;
+}
+
+export type TableOutcome = 'drained' | 'capped' | 'failed' | 'aborted' | 'skipped';
+
+export interface TableReport {
+  readonly table: string;
+  readonly rows: number;
+  readonly bytes: number;
+  readonly batches: number;
+  readonly outcome: TableOutcome;
+  readonly error?: { readonly code: string; readonly message: string; readonly key?: string };
+}
+
+export interface CycleReport {
+  readonly service: string;
+  /** `lease_held`: another archiver of this database is running; nothing was done. */
+  readonly status: 'completed' | 'lease_held' | 'aborted';
+  readonly tables: readonly TableReport[];
+  readonly ms: number;
+}
+
+/** The archive-then-prune engine of one service. */
+export interface ArchiveEngine {
+  readonly service: string;
+  readonly specs: readonly ArchiveSpec[];
+  /** Check every spec against the database (tables, columns, key, FK guards); call at boot. */
+  check(): Promise<void>;
+  /** One cycle: take the lease or return `lease_held`; archive each spec in order. */
+  runCycle(options?: { readonly signal?: AbortSignal }): Promise<CycleReport>;
+  /** Always refused with `PurgeRefusedError`: archives are never destroyed (D14). */
+  purge(request?: PurgeRequest): Promise<never>;
+}
+
+export function createArchiveEngine(options: ArchiveEngineOptions): ArchiveEngine {
+  const hot = options.hotWindowDays;
+  if (!Number.isInteger(hot) || hot < 1) throw new RangeError(`hotWindowDays must be a whole number ≥ 1: ${hot}`);
+  for (const spec of options.specs) {
+    if (spec.hotWindowDays !== undefined && spec.hotWindowDays < hot) {
+      throw new ArchiveSpecError(spec.table, 'hotWindowDays', spec.hotWindowDays, `would shorten the service's hot window of ${hot} days; a spec may only lengthen it`);
+    }
+  }
+  checkSpecOrder(options.specs);
+  const cap = options.maxRowsPerCycle ?? ARCHIVE_CYCLE_CAP;
+  if (!Number.isInteger(cap) || cap < 1) throw new RangeError(`maxRowsPerCycle must be a positive integer: ${cap}`);
+  const level = options.gzipLevel ?? 6;
+  if (!Number.isInteger(level) || level < 1 || level > 9) throw new RangeError(`gzipLevel must be 1…9: ${level}`);
+
+  const ctx: EngineContext = {
+    options,
+    logger: (options.logger ?? pino({ level: 'silent' })).child({ component: 'archive', service: options.service }),
+    metrics: archiveMetrics(options.registry ?? new Registry()),
+    cap,
+    level,
+    newId: options.newArchiveId ?? (() => uuidv7()),
+  };
+
+  return {
+    service: options.service,
+    specs: options.specs,
+    async check() {
+      await withDedicatedSession(options.databaseUrl, async (session) => {
+        for (const spec of options.specs) await planTable(session.sql, spec);
+      }, { service: `${options.service}:archive-check` });
+    },
+    runCycle: (cycle) => runCycle(ctx, cycle?.signal),
+    async purge(request = {}) {
+      ctx.logger.warn({ request }, 'archive purge refused (D14)');
+      throw new PurgeRefusedError(options.service, request);
+    },
+  };
+}
+
+interface EngineContext {
+  readonly options: ArchiveEngineOptions;
+  readonly logger: Logger;
+  readonly metrics: ArchiveMetrics;
+  readonly cap: number;
+  readonly level: number;
+  readonly newId: () => string;
+}
+
+async function runCycle(ctx: EngineContext, signal: AbortSignal | undefined): Promise<CycleReport> {
+  const { options } = ctx;
+  const started = performance.now();
+  const tables: TableReport[] = [];
+  const report = (status: CycleReport['status']): CycleReport => ({ service: options.service, status, tables, ms: Math.round(performance.now() - started) });
+  try {
+    return await withDedicatedSession(
+      options.databaseUrl,
+      async (session) => {
+        if (!(await session.tryAdvisoryLock(LOCK_KEYS.archiveLease))) {
+          ctx.logger.info('archive cycle skipped: another archiver holds the lease');
+          return report('lease_held');
+        }
+        await setCanonicalOutput(session.sql);
+        // Plan every table before touching any: a spec that no longer fits the schema stops
+        // the cycle loudly instead of archiving half the chain.
+        const plans: TablePlan[] = [];
+        for (const spec of options.specs) plans.push(await planTable(session.sql, spec));
+        let stop = false;
+        for (const plan of plans) {
+          if (stop || session.signal.aborted) {
+            tables.push({ table: plan.spec.table, rows: 0, bytes: 0, batches: 0, outcome: session.signal.aborted ? 'aborted' : 'skipped' });
+            continue;
+          }
+          const table = await archiveTable(ctx, session.sql, plan, session.signal);
+          tables.push(table.report);
+          // The store is unreachable or out of time: the next table would only wait for it too.
+          if (table.storeDown) stop = true;
+        }
+        ctx.logger.info({ tables, ms: Math.round(performance.now() - started) }, 'archive cycle done');
+        return report(session.signal.aborted ? 'aborted' : 'completed');
+      },
+      { service: `${options.service}:archive`, ...(signal ? { signal } : {}) },
+    );
+  } catch (error) {
+    if (signal?.aborted) return report('aborted');
+    throw error;
+  }
+}
+
+interface TableRun {
+  readonly report: TableReport;
+  readonly storeDown: boolean;
+}
+
+/**
+ * Archive one table batch by batch. While batch N is gzipped, stored and committed, batch N+1
+ * (keys after N's last) is already being selected on the same connection, which is otherwise
+ * idle during the object write; nothing of N+1 is deleted before N has committed.
+ */
+async function archiveTable(ctx: EngineContext, sql: Sql, plan: TablePlan, signal: AbortSignal): Promise<TableRun> {
+  const { spec } = plan;
+  const hot = Math.max(ctx.options.hotWindowDays, spec.hotWindowDays ?? 0);
+  let rows = 0;
+  let bytes = 0;
+  let batches = 0;
+  const done = (outcome: TableOutcome, error?: TableReport['error'], storeDown = false): TableRun => ({
+    report: { table: spec.table, rows, bytes, batches, outcome, ...(error ? { error } : {}) },
+    storeDown,
+  });
+
+  let limit = Math.min(spec.batchSize, ctx.cap);
+  let current: Promise<SelectedBatch> = selectBatch(sql, plan, hot, limit, undefined);
+  let next: Promise<SelectedBatch> | undefined;
+  try {
+    for (;;) {
+      const batch = await current;
+      if (batch.count === 0) return done('drained');
+      const full = batch.count === limit;
+      const remaining = ctx.cap - rows - batch.count;
+      next = undefined;
+      if (full && remaining > 0 && !signal.aborted) {
+        limit = Math.min(spec.batchSize, remaining);
+        next = selectBatch(sql, plan, hot, limit, batch.keys.at(-1));
+        next.catch(() => {}); // awaited (or discarded) below; never an unhandled rejection
+      }
+      const archived = await archiveBatch(ctx, sql, plan, hot, batch, signal);
+      if ('error' in archived) {
+        await next?.catch(() => {});
+        return done(signal.aborted ? 'aborted' : 'failed', archived.error, archived.storeDown);
+      }
+      rows += batch.count;
+      bytes += archived.bytes;
+      batches++;
+      if (!full) return done('drained');
+      if (rows >= ctx.cap) {
+        ctx.logger.warn({ table: spec.table, rows, cap: ctx.cap }, 'archive: table reached the per-cycle cap; the rest waits for the next cycle');
+        return done('capped');
+      }
+      if (signal.aborted || !next) {
+        await next?.catch(() => {});
+        return done('aborted');
+      }
+      current = next;
+    }
+  } catch (error) {
+    // A select failed (lock or statement timeout, lost session).
+    await next?.catch(() => {});
+    ctx.metrics.batches.inc({ table: spec.table, outcome: 'failed' });
+    ctx.logger.error({ table: spec.table, err: error }, 'archive: batch select failed');
+    return done(signal.aborted ? 'aborted' : 'failed', errorSummary(error));
+  }
+}
+
+type BatchResult = { readonly bytes: number } | { readonly error: NonNullable<TableReport['error']>; readonly storeDown: boolean };
+
+async function archiveBatch(ctx: EngineContext, sql: Sql, plan: TablePlan, hot: number, batch: SelectedBatch, signal: AbortSignal): Promise<BatchResult> {
+  const { spec } = plan;
+  const { options, logger, metrics } = ctx;
+  const started = performance.now();
+  const archiveId = ctx.newId();
+  const key = archiveKey({ prefix: options.prefix, service: options.service, table: spec.table, oldestRow: batch.minTs, archiveId });
+  const log = { table: spec.table, archiveId, key, rows: batch.count };
+  const fail = (outcome: BatchOutcome, error: unknown, storeDown = false): BatchResult => {
+    metrics.batches.inc({ table: spec.table, outcome });
+    logger.warn({ ...log, outcome, err: error, ms: Math.round(performance.now() - started) }, 'archive batch');
+    return { error: { ...errorSummary(error), key }, storeDown };
+  };
+
+  // Lossless NDJSON, one line per row, newline-terminated.
+  const body = await gzip(Buffer.from(`${batch.body}\n`, 'utf8'), { level: ctx.level });
+
+  // Nothing is deleted unless this returns: the object is written and its digest verified.
+  let stored;
+  try {
+    stored = await options.store.storeBlobCreate(key, body, { signal });
+  } catch (error) {
+    const storeDown = error instanceof StoreError && !(error instanceof ForeignObjectError);
+    return fail('store_failed', error, storeDown);
+  }
+
+  const entry: LedgerEntry = {
+    archiveId,
+    table: spec.table,
+    key,
+    sha256: stored.sha256,
+    bytes: stored.bytes,
+    rowCount: batch.count,
+    minKey: batch.keys[0]!,
+    maxKey: batch.keys.at(-1)!,
+    minTs: batch.minTs,
+    maxTs: batch.maxTs,
+  };
+  try {
+    await options.afterStore?.({ table: spec.table, archiveId, key });
+    await sql.begin(async (tx) => {
+      await insertLedger(tx, entry);
+      const deleted = await deleteArchived(tx, plan, hot, batch);
+      if (deleted !== batch.count) throw new BatchCountMismatchError({ table: spec.table, archiveId, key, archived: batch.count, deleted });
+      await options.onBatchArchived?.(tx, entry);
+    });
+  } catch (error) {
+    return fail(error instanceof BatchCountMismatchError ? 'rolled_back' : 'failed', error);
+  }
+
+  metrics.rows.inc({ table: spec.table }, batch.count);
+  metrics.bytes.inc({ table: spec.table }, stored.bytes);
+  metrics.batches.inc({ table: spec.table, outcome: 'archived' });
+  logger.info({ ...log, outcome: 'archived', bytes: stored.bytes, sha256: stored.sha256, store: stored.outcome, ms: Math.round(performance.now() - started) }, 'archive batch');
+  return { bytes: stored.bytes };
+}
+
+function errorSummary(error: unknown): { code: string; message: string } {
+  if (error instanceof RetentionError || error instanceof StoreError) return { code: error.code, message: error.message };
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return { code: typeof code === 'string' ? code : 'error', message: error instanceof Error ? error.message : String(error) };
+}

@@ -1,0 +1,106 @@
+import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
+import { ALIAS, eligibleSql } from './predicates.ts';
+import type { TablePlan } from './catalog.ts';
+
+/** One selected batch, serialized by the database. */
+export interface SelectedBatch {
+  readonly count: number;
+  /** NDJSON: one JSON object per row, columns in table order, every value its PostgreSQL text (or null). */
+  readonly body: string;
+  /** Keys and `xmin`s in key order (text), for the exact delete. */
+  readonly keys: readonly string[];
+  readonly xmins: readonly string[];
+  /** Oldest and newest row timestamp, as PostgreSQL prints them (UTC, microseconds). */
+  readonly minTs: string;
+  readonly maxTs: string;
+}
+
+/**
+ * Session settings that make every value's text form canonical and lossless: UTC ISO
+ * timestamps with microseconds, shortest-exact floats, hex bytea. Set once on the engine's
+ * dedicated session.
+ */
+export async function setCanonicalOutput(sql: Sql): Promise<void> {
+  await sql`
+    select set_config('timezone', 'UTC', false), set_config('datestyle', 'ISO, YMD', false),
+           set_config('intervalstyle', 'postgres', false), set_config('extra_float_digits', '1', false),
+           set_config('bytea_output', 'hex', false)`;
+}
+
+function joined(sql: Sql, parts: readonly PendingQuery<Row[]>[]): PendingQuery<Row[]> {
+  return parts.reduce((acc, part) => sql`${acc}, ${part}`);
+}
+
+/**
+ * Select the next eligible rows (fixpoint, past the hot window, no dependents) in key order,
+ * after `after` when given, and serialize them in the database: every column read as text so
+ * microseconds, numeric digits and integers beyond 2^53 (bigint or inside jsonb) survive, then
+ * `row_to_json` per row and one `string_agg` per batch: one round trip, one value, no per-row
+ * work in Node. `xmin` comes along so the delete can insist on the very row versions archived.
+ */
+export async function selectBatch(sql: Sql, plan: TablePlan, hotWindowDays: number, limit: number, after: string | undefined): Promise<SelectedBatch> {
+  const { spec } = plan;
+  const key = sql(`${ALIAS}.${spec.keyColumn}`);
+  const columns = joined(sql, plan.columns.map((c) => sql`${sql(`${ALIAS}.${c}`)}::text as ${sql(c)}`));
+  const [row] = await sql<{ n: number; body: string | null; keys: string[] | null; xmins: string[] | null; min_ts: string | null; max_ts: string | null }[]>`
+    with batch as (
+      select ${key} as k, ${sql(`${ALIAS}.xmin`)}::text as x, ${sql(`${ALIAS}.${spec.timestampColumn}`)} as ts, row_to_json(c)::text as line
+      from ${sql(spec.table)} as ${sql(ALIAS)}
+      cross join lateral (select ${columns}) as c
+      where ${eligibleSql(sql, spec, hotWindowDays)} ${after === undefined ? sql`` : sql`and ${key} > ${after}`}
+      order by ${key}
+      limit ${limit}
+    )
+    select count(*)::int as n,
+           string_agg(line, E'\n' order by k) as body,
+           array_agg(k::text order by k) as keys,
+           array_agg(x order by k) as xmins,
+           min(ts)::text as min_ts,
+           max(ts)::text as max_ts
+    from batch`;
+  return {
+    count: row!.n,
+    body: row!.body ?? '',
+    keys: row!.keys ?? [],
+    xmins: row!.xmins ?? [],
+    minTs: row!.min_ts ?? '',
+    maxTs: row!.max_ts ?? '',
+  };
+}
+
+export interface LedgerEntry {
+  readonly archiveId: string;
+  readonly table: string;
+  readonly key: string;
+  readonly sha256: string;
+  readonly bytes: number;
+  readonly rowCount: number;
+  readonly minKey: string;
+  readonly maxKey: string;
+  readonly minTs: string;
+  readonly maxTs: string;
+}
+
+export async function insertLedger(tx: TransactionSql, entry: LedgerEntry): Promise<void> {
+  await tx`
+    insert into archive_ledger (archive_id, table_name, object_key, sha256, bytes, row_count, min_key, max_key, min_ts, max_ts)
+    values (${entry.archiveId}, ${entry.table}, ${entry.key}, ${entry.sha256}, ${entry.bytes}, ${entry.rowCount},
+            ${entry.minKey}, ${entry.maxKey}, ${entry.minTs}::timestamptz, ${entry.maxTs}::timestamptz)`;
+}
+
+/**
+ * Delete exactly the archived row versions: each key at the `xmin` the select saw, and only
+ * while the whole eligibility predicate (fixpoint, hot window, guards) still holds. A row
+ * updated since (new `xmin`), moved off its fixpoint or given a dependent is not deleted, and the
+ * caller's count check then rolls the whole batch back.
+ */
+export async function deleteArchived(tx: TransactionSql, plan: TablePlan, hotWindowDays: number, batch: SelectedBatch): Promise<number> {
+  const { spec } = plan;
+  const sql = tx as unknown as Sql;
+  const result = await tx`
+    delete from ${tx(spec.table)} as ${tx(ALIAS)}
+    using unnest(${batch.keys as string[]}::${tx.unsafe(plan.keyArrayType)}, ${batch.xmins as string[]}::xid[]) as b(k, x)
+    where ${tx(`${ALIAS}.${spec.keyColumn}`)} = b.k and ${tx(`${ALIAS}.xmin`)} = b.x
+      and ${eligibleSql(sql, spec, hotWindowDays)}`;
+  return result.count;
+}
