@@ -158,7 +158,7 @@ export function defineArchiveSpec(input: ArchiveSpecInput): ArchiveSpec {
     table,
     keyColumn: input.keyColumn,
     timestampColumn: input.timestampColumn,
-    fixpoint: Object.freeze({ ...fp, ...('values' in fp ? { values: Object.freeze([...fp.values]) } : {}) }) as Fixpoint,
+    fixpoint: Object.freeze({ ...fp, ...('values' in fp ? { values: Object.freeze([...fp.values]) } : {}) }),
     guards: Object.freeze(guards.map((g) => Object.freeze({ ...g }))),
     ...(input.hotWindowDays !== undefined ? { hotWindowDays: input.hotWindowDays } : {}),
     batchSize,
