@@ -18,5 +18,5 @@ import type { ArchiveSpec } from './spec.ts';
  * whose fixpoint columns are NULL is not at its fixpoint, so the writer may still touch it.
  */
 export function notAtFixpoint(sql: Sql, spec: ArchiveSpec, qualifier?: string): PendingQuery<Row[]> {
-  return sql`not coalesce((${fixpointSql(sql, spec.fixpoint, qualifier)}), false)`;
+  return sql`not coalesce((${fixpointSql(sql, spec.fixpoint, qualifier ?? null)}), false)`;
 }

@@ -10,12 +10,12 @@ type Fragment = PendingQuery<Row[]>;
 /** The table alias every engine statement uses for the archived table. */
 export const ALIAS = 't';
 
-function column(sql: Sql, qualifier: string | undefined, name: string): Fragment {
+function column(sql: Sql, qualifier: string | null, name: string): Fragment {
   return sql`${sql(qualifier ? `${qualifier}.${name}` : name)}`;
 }
 
-/** The fixpoint predicate; NULL for a row whose fixpoint columns are NULL. */
-export function fixpointSql(sql: Sql, fixpoint: Fixpoint, qualifier: string | undefined = ALIAS): Fragment {
+/** The fixpoint predicate; NULL for a row whose fixpoint columns are NULL. `qualifier` null: bare column names. */
+export function fixpointSql(sql: Sql, fixpoint: Fixpoint, qualifier: string | null): Fragment {
   switch (fixpoint.kind) {
     case 'insert_only':
       return sql`true`;
@@ -42,5 +42,5 @@ export function guardsSql(sql: Sql, spec: ArchiveSpec): Fragment {
 
 /** The whole eligibility predicate: evaluated by the select AND re-checked by the delete. */
 export function eligibleSql(sql: Sql, spec: ArchiveSpec, hotWindowDays: number): Fragment {
-  return sql`(${fixpointSql(sql, spec.fixpoint)}) and ${hotWindowSql(sql, spec, hotWindowDays)} and ${guardsSql(sql, spec)}`;
+  return sql`(${fixpointSql(sql, spec.fixpoint, ALIAS)}) and ${hotWindowSql(sql, spec, hotWindowDays)} and ${guardsSql(sql, spec)}`;
 }
