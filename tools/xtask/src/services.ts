@@ -1,5 +1,6 @@
 import { isServiceName, SERVICE_PROFILES, type ServiceProfile } from '@craig/settings';
 import type { MigrationSet } from '@craig/db';
+import { RETENTION_MIGRATIONS, type ArchiveSpec } from '@craig/retention';
 
 /**
  * What xtask knows about a service: its settings profile and the migration sets it applies,
@@ -9,6 +10,8 @@ import type { MigrationSet } from '@craig/db';
 export interface ServiceEntry {
   readonly profile: ServiceProfile;
   readonly migrationSets: readonly MigrationSet[];
+  /** Present when the service archives: its specs in FK deletion order (`pnpm xtask archive`, `archive-fetch`). */
+  readonly archive?: { readonly specs: readonly ArchiveSpec[] };
 }
 
 const registry = new Map<string, ServiceEntry>();
@@ -34,7 +37,8 @@ export function knownServiceNames(): string[] {
   return [...new Set([...Object.keys(SERVICE_PROFILES), ...registry.keys()])];
 }
 
-// Platform sets each service applies before its own; filled in as the packages land.
-function builtInMigrationSets(_service: string): MigrationSet[] {
-  return [];
+// Platform sets each service applies before its own; filled in as the packages land (the
+// mq set goes first when it lands). The archiving services carry the archive ledger.
+function builtInMigrationSets(service: string): MigrationSet[] {
+  return service === 'security' || service === 'rules' || service === 'exchange' ? [RETENTION_MIGRATIONS] : [];
 }

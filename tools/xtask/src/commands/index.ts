@@ -1,8 +1,10 @@
 import type { Command } from '../command.ts';
+import { archiveCommand } from './archive.ts';
+import { archiveFetchCommand } from './archive-fetch.ts';
 import { benchCommand } from './bench.ts';
 import { devstackCommand } from './devstack.ts';
 import { docsCommand } from './docs.ts';
 import { migrateCommand } from './migrate.ts';
 
 /** Every command, in `--help` order. */
-export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, docsCommand, benchCommand];
+export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, docsCommand, benchCommand, archiveCommand, archiveFetchCommand];
