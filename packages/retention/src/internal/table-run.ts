@@ -1,0 +1,188 @@
+import { promisify } from 'node:util';
+import { gzip as gzipCallback } from 'node:zlib';
+import type { Sql } from '@craig/db';
+import { ForeignObjectError, StoreError, type BlobCreateResult } from '@craig/store';
+import type { Logger } from 'pino';
+import { archiveKey } from '../archive-key.ts';
+import type { ArchiveEngineOptions, TableOutcome, TableReport } from '../engine.ts';
+import { BatchCountMismatchError, RetentionError } from '../errors.ts';
+import { deleteArchived, insertLedger, selectBatch, type LedgerEntry, type SelectedBatch } from './batch-sql.ts';
+import type { TablePlan } from './catalog.ts';
+import type { ArchiveMetrics, BatchOutcome } from './metrics.ts';
+
+const gzip = promisify(gzipCallback);
+
+/**
+ * Batches selected but not yet committed. Bounds memory (a few batches, never the table) while
+ * the database (select, commit) and the object store (gzip, write, verify) work at once.
+ */
+export const PIPELINE_DEPTH = 3;
+
+export interface EngineContext {
+  readonly options: ArchiveEngineOptions;
+  readonly logger: Logger;
+  readonly metrics: ArchiveMetrics;
+  readonly cap: number;
+  readonly level: number;
+  readonly newId: () => string;
+}
+
+export interface TableRun {
+  readonly report: TableReport;
+  /** The store failed in a way the next table would only meet again (down, out of time). */
+  readonly storeDown: boolean;
+}
+
+type Failure = { readonly error: NonNullable<TableReport['error']>; readonly storeDown: boolean };
+
+interface InFlight {
+  readonly batch: SelectedBatch;
+  readonly archiveId: string;
+  readonly key: string;
+  readonly started: number;
+  /** gzip + digest-verified create; never rejects. */
+  readonly stored: Promise<BlobCreateResult | Failure>;
+}
+
+/**
+ * Archive one table as a pipeline over the keyset: batch N+k is selected (keys after the last
+ * selected) and written to the store while batch N is committed. The safety argument is per
+ * batch and unchanged: a batch's rows are deleted only in its own commit, only after its object
+ * is written and verified, and only at the row versions its select saw. Commits run in key
+ * order; the first failure stops the table, and the batches still in flight are not committed
+ * (their objects, if written, are orphans that verification lists; their rows stay hot).
+ */
+export async function archiveTable(ctx: EngineContext, sql: Sql, plan: TablePlan, signal: AbortSignal): Promise<TableRun> {
+  const { spec } = plan;
+  const hot = Math.max(ctx.options.hotWindowDays, spec.hotWindowDays ?? 0);
+  let rows = 0;
+  let bytes = 0;
+  let batches = 0;
+  let selected = 0;
+  let after: string | undefined;
+  let exhausted = false;
+  const window: InFlight[] = [];
+  const done = async (outcome: TableOutcome, failure?: Failure): Promise<TableRun> => {
+    // Let every write in flight settle before the session (and the lease) can go away.
+    await Promise.all(window.splice(0).map((f) => f.stored));
+    return { report: { table: spec.table, rows, bytes, batches, outcome, ...(failure ? { error: failure.error } : {}) }, storeDown: failure?.storeDown ?? false };
+  };
+
+  const fill = async () => {
+    while (!exhausted && window.length < PIPELINE_DEPTH && !signal.aborted) {
+      const limit = Math.min(spec.batchSize, ctx.cap - selected);
+      const batch = await selectBatch(sql, plan, hot, limit, after);
+      if (batch.count === 0) {
+        exhausted = true;
+        break;
+      }
+      selected += batch.count;
+      after = batch.keys.at(-1);
+      if (batch.count < limit || selected >= ctx.cap) exhausted = true;
+      window.push(store(ctx, spec.table, batch, signal));
+    }
+  };
+
+  try {
+    await fill();
+  } catch (error) {
+    return done(signal.aborted ? 'aborted' : 'failed', selectFailed(ctx, spec.table, error));
+  }
+  while (window.length > 0) {
+    const flight = window[0]!;
+    const stored = await flight.stored;
+    if ('error' in stored) return done(signal.aborted ? 'aborted' : 'failed', stored);
+    const committed = await commit(ctx, sql, plan, hot, flight, stored);
+    window.shift();
+    if (committed) return done(signal.aborted ? 'aborted' : 'failed', committed);
+    rows += flight.batch.count;
+    bytes += stored.bytes;
+    batches++;
+    if (signal.aborted) return done('aborted');
+    try {
+      await fill();
+    } catch (error) {
+      return done(signal.aborted ? 'aborted' : 'failed', selectFailed(ctx, spec.table, error));
+    }
+  }
+  if (selected >= ctx.cap) {
+    ctx.logger.warn({ table: spec.table, rows, cap: ctx.cap }, 'archive: table reached the per-cycle cap; the rest waits for the next cycle');
+    return done('capped');
+  }
+  return done(signal.aborted ? 'aborted' : 'drained');
+}
+
+/** Serialize and write one batch (starts at once; the promise never rejects). */
+function store(ctx: EngineContext, table: string, batch: SelectedBatch, signal: AbortSignal): InFlight {
+  const archiveId = ctx.newId();
+  const key = archiveKey({ prefix: ctx.options.prefix, service: ctx.options.service, table, oldestRow: batch.minTs, archiveId });
+  const started = performance.now();
+  const stored = (async (): Promise<BlobCreateResult | Failure> => {
+    try {
+      const body = await gzip(Buffer.from(batch.body, 'utf8'), { level: ctx.level });
+      // Nothing is deleted unless this returns: the object is written and its digest verified.
+      return await ctx.options.store.storeBlobCreate(key, body, { signal });
+    } catch (error) {
+      const storeDown = error instanceof StoreError && !(error instanceof ForeignObjectError);
+      return failed(ctx, { table, archiveId, key, rows: batch.count, started }, 'store_failed', error, storeDown);
+    }
+  })();
+  return { batch, archiveId, key, started, stored };
+}
+
+/** The ledger row and the exact delete in one transaction; returns a failure or nothing. */
+async function commit(ctx: EngineContext, sql: Sql, plan: TablePlan, hot: number, flight: InFlight, stored: BlobCreateResult): Promise<Failure | undefined> {
+  const { batch, archiveId, key, started } = flight;
+  const table = plan.spec.table;
+  const entry: LedgerEntry = {
+    archiveId,
+    table,
+    key,
+    sha256: stored.sha256,
+    bytes: stored.bytes,
+    rowCount: batch.count,
+    minKey: batch.keys[0]!,
+    maxKey: batch.keys.at(-1)!,
+    minTs: batch.minTs,
+    maxTs: batch.maxTs,
+  };
+  const log = { table, archiveId, key, rows: batch.count, started };
+  try {
+    await ctx.options.afterStore?.({ table, archiveId, key });
+    await sql.begin(async (tx) => {
+      await insertLedger(tx, entry);
+      const deleted = await deleteArchived(tx, plan, hot, batch);
+      if (deleted !== batch.count) throw new BatchCountMismatchError({ table, archiveId, key, archived: batch.count, deleted });
+      await ctx.options.onBatchArchived?.(tx, entry);
+    });
+  } catch (error) {
+    return failed(ctx, log, error instanceof BatchCountMismatchError ? 'rolled_back' : 'failed', error);
+  }
+  ctx.metrics.rows.inc({ table }, batch.count);
+  ctx.metrics.bytes.inc({ table }, stored.bytes);
+  ctx.metrics.batches.inc({ table, outcome: 'archived' });
+  ctx.logger.info(
+    { table, archiveId, key, rows: batch.count, outcome: 'archived', bytes: stored.bytes, sha256: stored.sha256, store: stored.outcome, ms: Math.round(performance.now() - started) },
+    'archive batch',
+  );
+  return undefined;
+}
+
+function failed(ctx: EngineContext, log: { table: string; archiveId: string; key: string; rows: number; started: number }, outcome: BatchOutcome, error: unknown, storeDown = false): Failure {
+  const { started, ...fields } = log;
+  ctx.metrics.batches.inc({ table: log.table, outcome });
+  ctx.logger.warn({ ...fields, outcome, err: error, ms: Math.round(performance.now() - started) }, 'archive batch');
+  return { error: { ...errorSummary(error), key: log.key }, storeDown };
+}
+
+function selectFailed(ctx: EngineContext, table: string, error: unknown): Failure {
+  ctx.metrics.batches.inc({ table, outcome: 'failed' });
+  ctx.logger.error({ table, err: error }, 'archive: batch select failed');
+  return { error: errorSummary(error), storeDown: false };
+}
+
+function errorSummary(error: unknown): { code: string; message: string } {
+  if (error instanceof RetentionError || error instanceof StoreError) return { code: error.code, message: error.message };
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return { code: typeof code === 'string' ? code : 'error', message: error instanceof Error ? error.message : String(error) };
+}
