@@ -1,10 +1,11 @@
-import { LOCK_KEYS, withDedicatedSession, type TransactionSql } from '@craig/db';
+import { LOCK_KEYS, sessionParameters, withDedicatedSession, type TransactionSql } from '@craig/db';
 import type { ObjectStore } from '@craig/store';
 import pino, { type Logger } from 'pino';
+import postgres from 'postgres';
 import { Registry } from 'prom-client';
 import { uuidv7 } from './archive-id.ts';
 import { ArchiveSpecError, PurgeRefusedError, type PurgeRequest } from './errors.ts';
-import { setCanonicalOutput, type LedgerEntry } from './internal/batch-sql.ts';
+import { CANONICAL_OUTPUT, type LedgerEntry } from './internal/batch-sql.ts';
 import { planTable, type TablePlan } from './internal/catalog.ts';
 import { archiveMetrics } from './internal/metrics.ts';
 import { archiveTable, type EngineContext } from './internal/table-run.ts';
@@ -131,21 +132,33 @@ async function runCycle(ctx: EngineContext, signal: AbortSignal | undefined): Pr
           ctx.logger.info('archive cycle skipped: another archiver holds the lease');
           return report('lease_held');
         }
-        await setCanonicalOutput(session.sql);
         // Plan every table before touching any: a spec that no longer fits the schema stops
         // the cycle loudly instead of archiving half the chain.
         const plans: TablePlan[] = [];
         for (const spec of options.specs) plans.push(await planTable(session.sql, spec));
-        let stop = false;
-        for (const plan of plans) {
-          if (stop || session.signal.aborted) {
-            tables.push({ table: plan.spec.table, rows: 0, bytes: 0, batches: 0, outcome: session.signal.aborted ? 'aborted' : 'skipped' });
-            continue;
+        // Batches are read on a second connection so selects overlap the commits on the
+        // session; it is closed with the cycle. Its settings make every value's text canonical.
+        const read = postgres(options.databaseUrl, {
+          max: 1,
+          idle_timeout: 0,
+          max_lifetime: null,
+          onnotice: () => {},
+          connection: { ...sessionParameters({ service: `${options.service}:archive-read` }), ...CANONICAL_OUTPUT },
+        });
+        try {
+          let stop = false;
+          for (const plan of plans) {
+            if (stop || session.signal.aborted) {
+              tables.push({ table: plan.spec.table, rows: 0, bytes: 0, batches: 0, outcome: session.signal.aborted ? 'aborted' : 'skipped' });
+              continue;
+            }
+            const table = await archiveTable(ctx, { read, write: session.sql }, plan, session.signal);
+            tables.push(table.report);
+            // The store is unreachable or out of time: the next table would only wait for it too.
+            if (table.storeDown) stop = true;
           }
-          const table = await archiveTable(ctx, session.sql, plan, session.signal);
-          tables.push(table.report);
-          // The store is unreachable or out of time: the next table would only wait for it too.
-          if (table.storeDown) stop = true;
+        } finally {
+          await read.end({ timeout: 5 });
         }
         ctx.logger.info({ tables, ms: Math.round(performance.now() - started) }, 'archive cycle done');
         return report(session.signal.aborted ? 'aborted' : 'completed');

@@ -44,72 +44,103 @@ interface InFlight {
   readonly stored: Promise<BlobCreateResult | Failure>;
 }
 
+/** The two connections of a cycle: reads on one, the lease and every commit on the other. */
+export interface CycleConnections {
+  /** Batch selects (plain reads: row versions are pinned by `xmin`, not by a lock). */
+  readonly read: Sql;
+  /** The dedicated session holding the lease: ledger rows and deletes only happen on it. */
+  readonly write: Sql;
+}
+
 /**
- * Archive one table as a pipeline over the keyset: batch N+k is selected (keys after the last
- * selected) and written to the store while batch N is committed. The safety argument is per
- * batch and unchanged: a batch's rows are deleted only in its own commit, only after its object
- * is written and verified, and only at the row versions its select saw. Commits run in key
- * order; the first failure stops the table, and the batches still in flight are not committed
+ * Archive one table as a pipeline over the keyset. A producer selects batch after batch (keys
+ * after the last selected) on the read connection and starts each one's gzip and
+ * digest-verified create at once; the consumer commits them in key order on the lease session.
+ * So the database selects batch N+2 while the store writes N+1 and the ledger+delete of N
+ * commits. The safety argument is per batch and unchanged: a batch's rows are deleted only in
+ * its own commit, only after its object is written and verified, and only at the row versions
+ * its select saw. The first failure stops the table; batches still in flight are not committed
  * (their objects, if written, are orphans that verification lists; their rows stay hot).
  */
-export async function archiveTable(ctx: EngineContext, sql: Sql, plan: TablePlan, signal: AbortSignal): Promise<TableRun> {
+export async function archiveTable(ctx: EngineContext, db: CycleConnections, plan: TablePlan, signal: AbortSignal): Promise<TableRun> {
   const { spec } = plan;
   const hot = Math.max(ctx.options.hotWindowDays, spec.hotWindowDays ?? 0);
   let rows = 0;
   let bytes = 0;
   let batches = 0;
   let selected = 0;
-  let after: string | undefined;
-  let exhausted = false;
   const window: InFlight[] = [];
+  let stop = false;
+  let producerDone = false;
+  let selectError: unknown;
+  let spaceFreed: (() => void) | undefined;
+  let itemAdded: (() => void) | undefined;
+  const notify = (which: 'space' | 'item') => {
+    const wake = which === 'space' ? spaceFreed : itemAdded;
+    if (which === 'space') spaceFreed = undefined;
+    else itemAdded = undefined;
+    wake?.();
+  };
+
+  const producer = (async () => {
+    let after: string | undefined;
+    try {
+      while (!stop && !signal.aborted && selected < ctx.cap) {
+        if (window.length >= PIPELINE_DEPTH) {
+          await new Promise<void>((resolve) => (spaceFreed = resolve));
+          continue;
+        }
+        const limit = Math.min(spec.batchSize, ctx.cap - selected);
+        const batch = await selectBatch(db.read, plan, hot, limit, after);
+        if (batch.count === 0 || stop) break;
+        selected += batch.count;
+        after = batch.keys.at(-1);
+        window.push(store(ctx, spec.table, batch, signal));
+        notify('item');
+        if (batch.count < limit) break;
+      }
+    } catch (error) {
+      selectError = error;
+    } finally {
+      producerDone = true;
+      notify('item');
+    }
+  })();
+
   const done = async (outcome: TableOutcome, failure?: Failure): Promise<TableRun> => {
+    stop = true;
+    notify('space');
+    await producer;
     // Let every write in flight settle before the session (and the lease) can go away.
     await Promise.all(window.splice(0).map((f) => f.stored));
     return { report: { table: spec.table, rows, bytes, batches, outcome, ...(failure ? { error: failure.error } : {}) }, storeDown: failure?.storeDown ?? false };
   };
 
-  const fill = async () => {
-    while (!exhausted && window.length < PIPELINE_DEPTH && !signal.aborted) {
-      const limit = Math.min(spec.batchSize, ctx.cap - selected);
-      const batch = await selectBatch(sql, plan, hot, limit, after);
-      if (batch.count === 0) {
-        exhausted = true;
-        break;
-      }
-      selected += batch.count;
-      after = batch.keys.at(-1);
-      if (batch.count < limit || selected >= ctx.cap) exhausted = true;
-      window.push(store(ctx, spec.table, batch, signal));
+  for (;;) {
+    const flight = window[0];
+    if (!flight) {
+      if (producerDone) break;
+      await new Promise<void>((resolve) => (itemAdded = resolve));
+      continue;
     }
-  };
-
-  try {
-    await fill();
-  } catch (error) {
-    return done(signal.aborted ? 'aborted' : 'failed', selectFailed(ctx, spec.table, error));
-  }
-  while (window.length > 0) {
-    const flight = window[0]!;
     const stored = await flight.stored;
     if ('error' in stored) return done(signal.aborted ? 'aborted' : 'failed', stored);
-    const committed = await commit(ctx, sql, plan, hot, flight, stored);
+    const failure = await commit(ctx, db.write, plan, hot, flight, stored);
     window.shift();
-    if (committed) return done(signal.aborted ? 'aborted' : 'failed', committed);
+    notify('space');
+    if (failure) return done(signal.aborted ? 'aborted' : 'failed', failure);
     rows += flight.batch.count;
     bytes += stored.bytes;
     batches++;
     if (signal.aborted) return done('aborted');
-    try {
-      await fill();
-    } catch (error) {
-      return done(signal.aborted ? 'aborted' : 'failed', selectFailed(ctx, spec.table, error));
-    }
   }
+  if (selectError !== undefined) return done(signal.aborted ? 'aborted' : 'failed', selectFailed(ctx, spec.table, selectError));
+  if (signal.aborted) return done('aborted');
   if (selected >= ctx.cap) {
     ctx.logger.warn({ table: spec.table, rows, cap: ctx.cap }, 'archive: table reached the per-cycle cap; the rest waits for the next cycle');
     return done('capped');
   }
-  return done(signal.aborted ? 'aborted' : 'drained');
+  return done('drained');
 }
 
 /** Serialize and write one batch (starts at once; the promise never rejects). */
@@ -119,7 +150,7 @@ function store(ctx: EngineContext, table: string, batch: SelectedBatch, signal: 
   const started = performance.now();
   const stored = (async (): Promise<BlobCreateResult | Failure> => {
     try {
-      const body = await gzip(Buffer.from(batch.body, 'utf8'), { level: ctx.level });
+      const body = await gzip(batch.body, { level: ctx.level });
       // Nothing is deleted unless this returns: the object is written and its digest verified.
       return await ctx.options.store.storeBlobCreate(key, body, { signal });
     } catch (error) {
