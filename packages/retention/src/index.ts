@@ -9,6 +9,7 @@
 export {
   createArchiveEngine,
   ARCHIVE_CYCLE_CAP,
+  DEFAULT_GZIP_LEVEL,
   type ArchiveEngine,
   type ArchiveEngineOptions,
   type ArchivedBatch,

@@ -199,6 +199,30 @@ describe('rows that change between select and delete', () => {
     expect((await db.sql`select count(*)::int as n from audit_events`)[0]!.n).toBe(0);
   });
 
+  it('a row updated while the delete waits on its lock stays hot and the batch rolls back', async () => {
+    await seedAudit(10);
+    let committed: Promise<void> | undefined;
+    const report = await engine({
+      afterStore: async ({ table }) => {
+        if (table !== 'audit_events') return;
+        const writer = await db.sql.reserve();
+        await writer`begin`;
+        await writer`update audit_events set note = 'updated under the delete' where actor = 'actor-3'`;
+        // Commit once the engine's delete is queued behind this row lock.
+        committed = (async () => {
+          await new Promise((r) => setTimeout(r, 300));
+          await writer`commit`;
+          writer.release();
+        })();
+      },
+    }).runCycle();
+    await committed;
+    expect(report.tables[0]).toMatchObject({ outcome: 'failed', error: { code: 'archive_count_mismatch' } });
+    expect(await ledgerCount()).toBe(0);
+    expect((await db.sql`select note from audit_events where actor = 'actor-3'`)[0]!.note).toBe('updated under the delete');
+    expect((await db.sql`select count(*)::int as n from audit_events`)[0]!.n).toBe(10);
+  });
+
   it('a row that leaves its fixpoint rolls the batch back and nothing is lost', async () => {
     const ids = await seedJobs(['done', 'failed', 'done']);
     const before = await snapshot('jobs');

@@ -7,9 +7,10 @@ export interface SelectedBatch {
   readonly count: number;
   /** NDJSON (UTF-8), newline-terminated: one JSON object per row, columns in table order, every value its PostgreSQL text (or null). */
   readonly body: Buffer;
-  /** Keys and `xmin`s in key order (text), for the exact delete. */
+  /** Keys, `xmin`s and `ctid`s in key order (text), for the exact delete. */
   readonly keys: readonly string[];
   readonly xmins: readonly string[];
+  readonly ctids: readonly string[];
   /** Oldest and newest row timestamp, as PostgreSQL prints them (UTC, microseconds). */
   readonly minTs: string;
   readonly maxTs: string;
@@ -49,9 +50,9 @@ export async function selectBatch(sql: Sql, plan: TablePlan, hotWindowDays: numb
   // The outer ORDER BY costs nothing (the planner keeps the index order through the window)
   // and makes the key order a guarantee rather than an accident.
   const rows = await sql`
-    select b.k::text, b.x, b.line, min(b.ts) over ()::text, max(b.ts) over ()::text
+    select b.k::text, b.x, b.line, min(b.ts) over ()::text, max(b.ts) over ()::text, b.c
     from (
-      select ${key} as k, ${sql(`${ALIAS}.xmin`)}::text as x, ${sql(`${ALIAS}.${spec.timestampColumn}`)} as ts, row_to_json(c)::text as line
+      select ${key} as k, ${sql(`${ALIAS}.xmin`)}::text as x, ${sql(`${ALIAS}.ctid`)}::text as c, ${sql(`${ALIAS}.${spec.timestampColumn}`)} as ts, row_to_json(c)::text as line
       from ${sql(spec.table)} as ${sql(ALIAS)}
       cross join lateral (select ${columns}) as c
       where ${eligibleSql(sql, spec, hotWindowDays)} ${after === undefined ? sql`` : sql`and ${key} > ${after}`}
@@ -63,22 +64,25 @@ export async function selectBatch(sql: Sql, plan: TablePlan, hotWindowDays: numb
   // decoded to JS strings and encoded back.
   const keys = new Array<string>(rows.length);
   const xmins = new Array<string>(rows.length);
+  const ctids = new Array<string>(rows.length);
   const parts = new Array<Buffer>(rows.length * 2);
   let length = 0;
   for (let i = 0; i < rows.length; i++) {
-    const row = rows[i] as unknown as [Buffer, Buffer, Buffer, Buffer, Buffer];
+    const row = rows[i] as unknown as [Buffer, Buffer, Buffer, Buffer, Buffer, Buffer];
     keys[i] = row[0].toString('utf8');
     xmins[i] = row[1].toString('latin1');
+    ctids[i] = row[5].toString('latin1');
     parts[2 * i] = row[2];
     parts[2 * i + 1] = NEWLINE;
     length += row[2].length + 1;
   }
-  const first = rows[0] as unknown as [Buffer, Buffer, Buffer, Buffer, Buffer] | undefined;
+  const first = rows[0] as unknown as [Buffer, Buffer, Buffer, Buffer, Buffer, Buffer] | undefined;
   return {
     count: rows.length,
     body: Buffer.concat(parts, length),
     keys,
     xmins,
+    ctids,
     minTs: first?.[3].toString('utf8') ?? '',
     maxTs: first?.[4].toString('utf8') ?? '',
   };
@@ -107,18 +111,31 @@ export async function insertLedger(tx: TransactionSql, entry: LedgerEntry): Prom
 }
 
 /**
- * Delete exactly the archived row versions: each key at the `xmin` the select saw, and only
- * while the whole eligibility predicate (fixpoint, hot window, guards) still holds. A row
- * updated since (new `xmin`), moved off its fixpoint or given a dependent is not deleted, and the
- * caller's count check then rolls the whole batch back.
+ * Delete exactly the archived row versions, and only while the whole eligibility predicate
+ * (fixpoint, hot window, guards) still holds. Rows are reached by the `ctid`s the select saw (a
+ * TID scan: no index descent per row); RETURNING hands back each deleted row's key and `xmin`,
+ * and only rows whose pair is exactly one the select archived count. A row updated since (new
+ * version, new `xmin`, even if the executor followed the update chain), moved off its fixpoint,
+ * given a dependent, or a slot reused by another row, does not count; the caller's count check
+ * then rolls the whole batch back.
  */
-export async function deleteArchived(tx: TransactionSql, plan: TablePlan, hotWindowDays: number, batch: SelectedBatch): Promise<number> {
+export async function deleteArchived(tx: TransactionSql, plan: TablePlan, hotWindowDays: number, batch: SelectedBatch): Promise<{ readonly deleted: number; readonly exact: number }> {
   const { spec } = plan;
   const sql = tx as unknown as Sql;
-  const result = await tx`
+  const deleted = await tx`
     delete from ${tx(spec.table)} as ${tx(ALIAS)}
-    using unnest(${batch.keys as string[]}::${tx.unsafe(plan.keyArrayType)}, ${batch.xmins as string[]}::xid[]) as b(k, x)
-    where ${tx(`${ALIAS}.${spec.keyColumn}`)} = b.k and ${tx(`${ALIAS}.xmin`)} = b.x
-      and ${eligibleSql(sql, spec, hotWindowDays)}`;
-  return result.count;
+    where ${tx(`${ALIAS}.ctid`)} = any(${batch.ctids as string[]}::tid[])
+      and ${eligibleSql(sql, spec, hotWindowDays)}
+    returning ${tx(`${ALIAS}.${spec.keyColumn}`)}::text, ${tx(`${ALIAS}.xmin`)}::text`.raw();
+  const expected = new Map<string, string>();
+  for (let i = 0; i < batch.keys.length; i++) expected.set(batch.keys[i]!, batch.xmins[i]!);
+  let exact = 0;
+  for (const row of deleted as unknown as Array<[Buffer, Buffer]>) {
+    const key = row[0].toString('utf8');
+    if (expected.get(key) === row[1].toString('latin1')) {
+      exact++;
+      expected.delete(key);
+    }
+  }
+  return { deleted: deleted.length, exact };
 }

@@ -2,14 +2,8 @@ import type { Sql } from 'postgres';
 import { ArchiveSpecError } from '../errors.ts';
 import type { ArchiveSpec } from '../spec.ts';
 
-/** Key column types the engine handles, and the array type its delete binds the keys as. */
-const KEY_ARRAY_TYPES: Readonly<Record<string, string>> = Object.freeze({
-  bigint: 'bigint[]',
-  integer: 'integer[]',
-  smallint: 'smallint[]',
-  uuid: 'uuid[]',
-  text: 'text[]',
-});
+/** Key column types the engine handles (their text form is exact and their order is total). */
+const KEY_TYPES: ReadonlySet<string> = new Set(['bigint', 'integer', 'smallint', 'uuid', 'text']);
 
 /** Fields archive-fetch adds to every row. */
 export const RESERVED_COLUMNS = ['_table', '_archive_id'] as const;
@@ -19,8 +13,6 @@ export interface TablePlan {
   readonly spec: ArchiveSpec;
   /** Every column in table order: the archived object's stable column order. */
   readonly columns: readonly string[];
-  /** The array type keys are bound as in the delete (one of a fixed set). */
-  readonly keyArrayType: string;
 }
 
 interface ColumnRow {
@@ -53,7 +45,7 @@ export async function planTable(sql: Sql, spec: ArchiveSpec): Promise<TablePlan>
   };
 
   const keyType = need('keyColumn', spec.keyColumn);
-  const keyArrayType = KEY_ARRAY_TYPES[keyType] ?? fail('keyColumn', spec.keyColumn, `has type ${keyType}; supported key types: ${Object.keys(KEY_ARRAY_TYPES).join(', ')}`);
+  if (!KEY_TYPES.has(keyType)) fail('keyColumn', spec.keyColumn, `has type ${keyType}; supported key types: ${[...KEY_TYPES].join(', ')}`);
   const [unique] = await sql<{ ok: boolean }[]>`
     select exists (
       select 1 from pg_index i
@@ -97,5 +89,5 @@ export async function planTable(sql: Sql, spec: ArchiveSpec): Promise<TablePlan>
     }
   }
 
-  return { spec, columns: columns.map((c) => c.name), keyArrayType };
+  return { spec, columns: columns.map((c) => c.name) };
 }

@@ -182,8 +182,8 @@ async function commit(ctx: EngineContext, sql: Sql, plan: TablePlan, hot: number
     await ctx.options.afterStore?.({ table, archiveId, key });
     await sql.begin(async (tx) => {
       await insertLedger(tx, entry);
-      const deleted = await deleteArchived(tx, plan, hot, batch);
-      if (deleted !== batch.count) throw new BatchCountMismatchError({ table, archiveId, key, archived: batch.count, deleted });
+      const { deleted, exact } = await deleteArchived(tx, plan, hot, batch);
+      if (deleted !== batch.count || exact !== batch.count) throw new BatchCountMismatchError({ table, archiveId, key, archived: batch.count, deleted: exact });
       await ctx.options.onBatchArchived?.(tx, entry);
     });
   } catch (error) {

@@ -4,7 +4,7 @@
 import { once } from 'node:events';
 import { createGzip } from 'node:zlib';
 import { migrationTemplate } from '@craig/db';
-import { createArchiveEngine, defineArchiveSpec, fixpoints, RETENTION_MIGRATIONS } from '@craig/retention';
+import { createArchiveEngine, DEFAULT_GZIP_LEVEL, defineArchiveSpec, fixpoints, RETENTION_MIGRATIONS } from '@craig/retention';
 import { createObjectStore, type ObjectStore } from '@craig/store';
 import { s3, testDatabase, type TestDatabase } from '@craig/testkit';
 import postgres, { type Sql } from 'postgres';
@@ -21,7 +21,7 @@ export const archiveSuite: BenchSuite = {
   async run(ctx, options) {
     const rows = positiveInt(options.get('rows') ?? '500000', 'rows');
     const batchSize = positiveInt(options.get('batch') ?? '5000', 'batch');
-    const level = positiveInt(options.get('gzip-level') ?? '6', 'gzip-level');
+    const level = positiveInt(options.get('gzip-level') ?? String(DEFAULT_GZIP_LEVEL), 'gzip-level');
     const log = (line: string) => ctx.stderr.write(`${line}\n`);
 
     const server = await s3({ process: 'child', conditional: true, bucket: 'bench-archive' });
