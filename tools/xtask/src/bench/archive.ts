@@ -135,7 +135,7 @@ async function measureOurs(ctx: CommandContext, db: TestDatabase, store: ObjectS
   global.gc?.();
   const baselineRssMb = Math.round(process.memoryUsage().rss / 1e6);
   let peak = process.memoryUsage().rss;
-  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 50);
   const started = performance.now();
   const report = await engine.runCycle({ signal: ctx.signal });
   const ms = performance.now() - started;
