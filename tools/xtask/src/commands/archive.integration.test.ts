@@ -199,11 +199,12 @@ describe('pnpm xtask archive-fetch <service>', () => {
         specs,
         hotWindowDays: settings.archive!.hotWindowDays,
         prefix: settings.archive!.prefix,
+        // The last batch, so no later batch is in flight when the process "dies".
         afterStore: async () => {
-          if (++batches === 2) throw new Error('process killed after the put');
+          if (++batches === 3) throw new Error('process killed after the put');
         },
       }).runCycle();
-      expect(crashed.tables[0]).toMatchObject({ rows: 4, outcome: 'failed' });
+      expect(crashed.tables[0]).toMatchObject({ rows: 8, outcome: 'failed' });
     } finally {
       store.close();
     }
@@ -213,7 +214,7 @@ describe('pnpm xtask archive-fetch <service>', () => {
     const orphans = verify.stdout.split('\n').filter((l) => l.startsWith('orphan crash/arch-lab/lab_audit/2024/01/'));
     expect(orphans).toHaveLength(1);
     expect(verify.stdout).toContain('0 failed, 1 orphan object');
-    expect(verify.stderr).toMatch(/archive-fetch --verify arch-lab \[#+\] 2\/2 objects/);
+    expect(verify.stderr).toMatch(/archive-fetch --verify arch-lab \[#+\] 3\/3 objects/);
 
     expect((await xtask(['archive', NAME], own)).code).toBe(0);
     const fetched = parseNdjson((await xtask(['archive-fetch', NAME, '--table', 'lab_audit'], own)).stdout);
