@@ -140,6 +140,11 @@ describe('eligibility', () => {
     expect((await db.sql`select actor from audit_events order by id`).map((r) => r.actor)).toEqual(['just too young', 'new']);
   });
 
+  it('refuses a prefix or service name that would not make a clean key', () => {
+    expect(() => engine({ prefix: 'Archive/' })).toThrow(/archive prefix must be slash-separated lower-case segments: "Archive\/"/);
+    expect(() => engine({ service: '../lab' })).toThrow(/archive service must be a lower-case key segment/);
+  });
+
   it('a spec may lengthen the hot window but never shorten it', async () => {
     await seed(10, 40);
     const longer = defineArchiveSpec({ ...audit, hotWindowDays: 45 });

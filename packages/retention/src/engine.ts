@@ -4,6 +4,7 @@ import pino, { type Logger } from 'pino';
 import postgres from 'postgres';
 import { Registry } from 'prom-client';
 import { uuidv7 } from './archive-id.ts';
+import { archiveKey } from './archive-key.ts';
 import { ArchiveSpecError, PurgeRefusedError, type PurgeRequest } from './errors.ts';
 import { CANONICAL_OUTPUT, type LedgerEntry } from './internal/batch-sql.ts';
 import { planTable, type TablePlan } from './internal/catalog.ts';
@@ -95,6 +96,8 @@ export function createArchiveEngine(options: ArchiveEngineOptions): ArchiveEngin
     }
   }
   checkSpecOrder(options.specs);
+  // The key layout's segments, checked once here rather than at the first batch.
+  for (const spec of options.specs) archiveKey({ prefix: options.prefix, service: options.service, table: spec.table, oldestRow: '', archiveId: 'check' });
   const cap = options.maxRowsPerCycle ?? ARCHIVE_CYCLE_CAP;
   if (!Number.isInteger(cap) || cap < 1) throw new RangeError(`maxRowsPerCycle must be a positive integer: ${cap}`);
   const level = options.gzipLevel ?? DEFAULT_GZIP_LEVEL;
