@@ -275,6 +275,35 @@ describe('rows that change between select and delete', () => {
   });
 });
 
+describe('after a failed batch', () => {
+  it('batches already written are discarded, counted and logged: every orphan is accounted for', async () => {
+    await db.sql`
+      insert into audit_events (occurred_at, actor)
+      select timestamptz '2020-05-01 00:00:00+00' + make_interval(secs => g), 'actor-' || g from generate_series(1, 300) g`;
+    const registry = new Registry();
+    const small = defineArchiveSpec({ ...audit, batchSize: 100 });
+    let calls = 0;
+    const report = await engine({
+      prefix: 'discard',
+      specs: [small],
+      registry,
+      afterStore: async () => {
+        if (++calls === 1) throw new Error('first batch dies');
+      },
+    }).runCycle();
+    expect(report.tables[0]).toMatchObject({ rows: 0, outcome: 'failed' });
+    expect((await db.sql`select count(*)::int as n from audit_events`)[0]!.n).toBe(300);
+    expect(await ledgerCount()).toBe(0);
+    const outcomes = Object.fromEntries((await registry.getSingleMetric('archive_batches_total')!.get()).values.map((v) => [v.labels.outcome, v.value]));
+    const store = storeFor(server);
+    stores.push(store);
+    let orphans = 0;
+    for await (const _ of store.list('discard/lab/audit_events/')) orphans++;
+    expect(outcomes.failed).toBe(1);
+    expect(orphans).toBe(1 + (outcomes.discarded ?? 0));
+  });
+});
+
 describe('fixpoint variants', () => {
   it('terminal status: only terminal rows are archived', async () => {
     await seedJobs(['open', 'running', 'done', 'failed']);

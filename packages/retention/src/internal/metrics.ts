@@ -1,6 +1,7 @@
 import { Counter, type Registry } from 'prom-client';
 
-export type BatchOutcome = 'archived' | 'rolled_back' | 'store_failed' | 'failed';
+/** `discarded`: written, but not committed because an earlier batch of the table failed (an orphan). */
+export type BatchOutcome = 'archived' | 'rolled_back' | 'store_failed' | 'failed' | 'discarded';
 
 export interface ArchiveMetrics {
   readonly rows: Counter<'table'>;
@@ -19,6 +20,6 @@ export function archiveMetrics(registry: Registry): ArchiveMetrics {
   return {
     rows: counter(registry, 'archive_rows_total', 'Rows archived to the object store and deleted from the hot table.', ['table']),
     bytes: counter(registry, 'archive_bytes_total', 'Bytes of archive objects (gzip NDJSON) whose rows were deleted.', ['table']),
-    batches: counter(registry, 'archive_batches_total', 'Archive batches by outcome (archived, rolled_back, store_failed, failed).', ['table', 'outcome']),
+    batches: counter(registry, 'archive_batches_total', 'Archive batches by outcome (archived, rolled_back, store_failed, failed, discarded).', ['table', 'outcome']),
   };
 }

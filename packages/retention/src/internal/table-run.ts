@@ -111,8 +111,14 @@ export async function archiveTable(ctx: EngineContext, db: CycleConnections, pla
     stop = true;
     notify('space');
     await producer;
-    // Let every write in flight settle before the session (and the lease) can go away.
-    await Promise.all(window.splice(0).map((f) => f.stored));
+    // Let every write in flight settle before the session (and the lease) can go away. A
+    // batch written but not committed (an earlier one failed) leaves an orphan: say which.
+    for (const flight of window.splice(0)) {
+      const stored = await flight.stored;
+      if ('error' in stored) continue;
+      ctx.metrics.batches.inc({ table: spec.table, outcome: 'discarded' });
+      ctx.logger.warn({ table: spec.table, archiveId: flight.archiveId, key: flight.key, rows: flight.batch.count, outcome: 'discarded' }, 'archive batch');
+    }
     return { report: { table: spec.table, rows, bytes, batches, outcome, ...(failure ? { error: failure.error } : {}) }, storeDown: failure?.storeDown ?? false };
   };
 
