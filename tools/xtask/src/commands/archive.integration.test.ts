@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { migrationTemplate, type MigrationSet } from '@craig/db';
+import { LOCK_KEYS, migrationTemplate, withDedicatedSession, type MigrationSet } from '@craig/db';
 import { createArchiveEngine, defineArchiveSpec, fixpoints, RETENTION_MIGRATIONS } from '@craig/retention';
 import { defineServiceProfile, loadServiceSettings } from '@craig/settings';
 import { createObjectStore } from '@craig/store';
@@ -114,6 +114,17 @@ describe('pnpm xtask archive <service>', () => {
     } finally {
       await server.clearFaults();
     }
+  });
+
+  it('does nothing while another archiver holds the lease', async () => {
+    await seed();
+    const run = await withDedicatedSession(db.url, async (other) => {
+      expect(await other.tryAdvisoryLock(LOCK_KEYS.archiveLease)).toBe(true);
+      return xtask(['archive', NAME]);
+    }, { service: 'other-archiver' });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('arch-lab: another archiver holds the lease; nothing done');
+    expect((await db.sql`select count(*)::int as n from lab_audit`)[0]!.n).toBe(10);
   });
 
   it('refuses services it cannot archive', async () => {
