@@ -13,6 +13,11 @@ export interface ClientOptions {
   readonly lockTimeoutMs?: number;
   /** A transaction left open by a crashed handler is ended by the server after this. */
   readonly idleInTransactionTimeoutMs?: number;
+  /**
+   * `SET ROLE` at connection start (a startup parameter): the session's privileges are this
+   * role's, so a service can run as a non-owner runtime role. The login must be a member.
+   */
+  readonly role?: string;
   /** Seconds to wait for a connection to open. */
   readonly connectTimeoutSeconds?: number;
   /** Seconds an idle pooled connection is kept; 0 keeps it forever. */
@@ -29,12 +34,13 @@ export const DEFAULT_LOCK_TIMEOUT_MS = 5_000;
 export const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
 
 /** The session parameters every craig connection starts with. */
-export function sessionParameters(options: ClientOptions): Record<string, string> {
+export function sessionParameters(options: Pick<ClientOptions, 'service' | 'statementTimeoutMs' | 'lockTimeoutMs' | 'idleInTransactionTimeoutMs' | 'role'>): Record<string, string> {
   return {
     application_name: options.service,
     statement_timeout: String(options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS),
     lock_timeout: String(options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS),
     idle_in_transaction_session_timeout: String(options.idleInTransactionTimeoutMs ?? DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS),
+    ...(options.role === undefined ? {} : { role: options.role }),
   };
 }
 

@@ -34,6 +34,8 @@ export interface DedicatedSessionOptions {
   readonly statementTimeoutMs?: number;
   readonly lockTimeoutMs?: number;
   readonly connectTimeoutSeconds?: number;
+  /** `SET ROLE` at connection start, as in `createClient`. */
+  readonly role?: string;
 }
 
 /**

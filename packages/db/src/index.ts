@@ -14,6 +14,6 @@ export {
   type TransactionSql,
 } from './client.ts';
 export { withDedicatedSession, type DedicatedSession, type DedicatedSessionOptions } from './dedicated-session.ts';
-export { migrate, migrationTemplate, readMigrationSet, type MigrateOptions, type MigrateReport, type MigrationFile, type MigrationSet } from './migrate.ts';
+export { migrate, migrationTemplate, readMigrationSet, type MigrateOptions, type MigrateReport, type MigrationFile, type MigrationPreflightContext, type MigrationSet } from './migrate.ts';
 export { LOCK_KEYS, assertDistinctLockKeys, type LockName } from './locks.ts';
 export { classifyPgError, DbError, MigrationError, SessionLostError, type PgErrorClass, type PgErrorKind } from './errors.ts';

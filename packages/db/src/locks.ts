@@ -24,6 +24,12 @@ export const LOCK_KEYS = Object.freeze({
   archiveLease: key(0x0201),
   /** Cleanup coordinator (seed 004): one job runner per database. */
   cleanupCoordinator: key(0x0301),
+  /**
+   * Per-server cleanup coordinator (seed 004), transaction-level, in the two-int key space:
+   * `pg_advisory_xact_lock(0x0302, server_id)` (the low half of this key, then the server id),
+   * taken only by the cleanup schema's `cleanup_lock_coordinator(server_id)`.
+   */
+  cleanupServerCoordinator: key(0x0302),
 });
 
 export type LockName = keyof typeof LOCK_KEYS;

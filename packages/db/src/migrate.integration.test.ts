@@ -112,4 +112,39 @@ describe('migrate', () => {
     expect((await db.sql`select n from runs order by n`).map((r) => r.n)).toEqual([1, 2]);
     expect(await applied()).toEqual(['race/1/table', 'race/2/more']);
   });
+
+  it("runs every set's preflight before anything is applied; a refusal applies nothing and is rethrown as is", async () => {
+    class NotHere extends Error {
+      readonly code = 'not_here';
+    }
+    const seen: string[] = [];
+    const open = await set('open', { '000001_a.sql': 'create table a (id int);' });
+    const guarded: MigrationSet = {
+      ...(await set('guarded', { '000001_b.sql': 'create table b (id int);' })),
+      preflight: async ({ sql, database }) => {
+        const [row] = await sql<{ locked: boolean }[]>`select count(*) > 0 as locked from pg_locks where locktype = 'advisory' and pid = pg_backend_pid()`;
+        seen.push(`${database}:${row!.locked}`);
+        if (database === db.name) throw new NotHere(`not into ${database}`);
+      },
+    };
+    await expect(migrate(db.url, [open, guarded], { service: 'test' })).rejects.toBeInstanceOf(NotHere);
+    // It ran under the migrator lock, on the target database, and the earlier set was not applied either.
+    expect(seen).toEqual([`${db.name}:true`]);
+    const [t] = await db.sql`select to_regclass('a') as a, to_regclass('b') as b`;
+    expect(t).toEqual({ a: null, b: null });
+  });
+});
+
+describe('createClient({ role })', () => {
+  it('runs the session as that role', async () => {
+    const { createClient } = await import('./client.ts');
+    const sql = createClient(db.url, { service: 'test', max: 1, role: 'pg_monitor' });
+    try {
+      const [who] = await sql`select current_user as cur, session_user as ses`;
+      expect(who?.cur).toBe('pg_monitor');
+      expect(who?.ses).not.toBe('pg_monitor');
+    } finally {
+      await sql.end();
+    }
+  });
 });

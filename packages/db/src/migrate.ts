@@ -5,7 +5,7 @@ import { MigrationError } from './errors.ts';
 import { readMigrationSet, type MigrationFile, type MigrationSet } from './internal/migration-files.ts';
 import { LOCK_KEYS } from './locks.ts';
 
-export type { MigrationFile, MigrationSet } from './internal/migration-files.ts';
+export type { MigrationFile, MigrationPreflightContext, MigrationSet } from './internal/migration-files.ts';
 export { readMigrationSet } from './internal/migration-files.ts';
 
 export interface MigrateOptions {
@@ -31,8 +31,9 @@ interface AppliedRow {
 /**
  * Apply the sets' pending migrations, sets in the order given, files by version; one
  * transaction each. Concurrent runners serialize on the migrator lock, so each file runs once.
- * Before anything runs, every applied migration is checked against its file: an edited or
- * deleted applied migration, or a new file older than one already applied, refuses to start.
+ * Before anything runs, each set's `preflight` (an installer guard) runs, then every applied
+ * migration is checked against its file: an edited or deleted applied migration, or a new file
+ * older than one already applied, refuses to start.
  */
 export async function migrate(url: string, sets: readonly MigrationSet[], options: MigrateOptions): Promise<MigrateReport> {
   const names = new Set<string>();
@@ -47,6 +48,11 @@ export async function migrate(url: string, sets: readonly MigrationSet[], option
     async (session) => {
       const { sql } = session;
       await session.advisoryLock(LOCK_KEYS.migrator, options.lockWaitMs ?? 120_000);
+      const guarded = sets.filter((s) => s.preflight !== undefined);
+      if (guarded.length > 0) {
+        const [db] = await sql<{ name: string }[]>`select current_database() as name`;
+        for (const set of guarded) await set.preflight!({ sql, database: db!.name });
+      }
       await sql`
         create table if not exists craig_migrations (
           migration_set text not null,

@@ -1,5 +1,5 @@
 import { createClient } from '@craig/db';
-import { testDatabase, type TestDatabase } from '@craig/testkit';
+import { eventually, testDatabase, type TestDatabase } from '@craig/testkit';
 import postgres from 'postgres';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { definePruneTarget, pruneTable } from './prune-table.ts';
@@ -65,6 +65,22 @@ describe('pruneTable', () => {
     expect(await pruneTable(db.sql, aged, { batchSize: 100, cap: 300 })).toMatchObject({ deleted: 200, capped: false });
   });
 
+  it('walks forward: a row that becomes eligible behind the batches during a call is left for the next call', async () => {
+    await seed(300, { ageDays: 40, published: true });
+    let inserted = false;
+    const first = await pruneTable(db.sql, aged, {
+      batchSize: 100,
+      onBatch: async () => {
+        if (inserted) return;
+        inserted = true;
+        await db.sql`insert into events (created_at, published_at) values (now() - interval '50 days', now() - interval '50 days')`;
+      },
+    });
+    expect(first).toMatchObject({ deleted: 300, batches: 4 });
+    expect(await count()).toBe(1);
+    expect(await pruneTable(db.sql, aged, { batchSize: 100 })).toMatchObject({ deleted: 1 });
+  });
+
   it('stops between batches when aborted', async () => {
     await seed(1000, { ageDays: 40, published: true });
     const controller = new AbortController();
@@ -89,9 +105,10 @@ describe('pruneTable', () => {
         // commits) still sees the row as eligible, and its delete blocks on the row lock.
         await tx`update events set published_at = null where id = ${victim!.id}`;
         prune = pruneTable(pruner, aged, { batchSize: 100 });
-        await new Promise((r) => setTimeout(r, 300));
-        const [waiting] = await db.sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%delete from%'`;
-        expect(waiting?.n).toBe(1);
+        await eventually(async () => {
+          const [waiting] = await db.sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%delete from%'`;
+          expect(waiting?.n).toBe(1);
+        });
       });
       expect(await prune).toMatchObject({ deleted: 9 });
       const [kept] = await db.sql`select published_at from events where id = ${victim!.id}`;

@@ -16,7 +16,11 @@ export const PRUNE_CYCLE_CAP = 1_000_000;
  */
 export interface PruneTarget {
   readonly table: string;
-  /** Indexed column the batches walk in order, so no batch rescans the table. */
+  /**
+   * Indexed column the batches walk in order, so no batch rescans the table. Batches continue
+   * from the last value deleted (a keyset cursor), so it must be non-null on eligible rows and
+   * have a text form that casts back to its type (timestamps, integers, text).
+   */
   readonly orderBy: string;
   /** The eligibility predicate. Evaluated by the select AND re-checked by the delete. */
   readonly eligible: (sql: Sql) => PendingQuery<Row[]>;
@@ -32,6 +36,14 @@ export function definePruneTarget(target: PruneTarget): PruneTarget {
   return Object.freeze({ ...target });
 }
 
+/** One batch of a {@link pruneTable} run. */
+export interface PruneBatch {
+  readonly deleted: number;
+  readonly ms: number;
+  /** Rows deleted so far by this call. */
+  readonly total: number;
+}
+
 export interface PruneTableOptions {
   /** Rows per statement; default {@link PRUNE_BATCH}. */
   readonly batchSize?: number;
@@ -39,14 +51,14 @@ export interface PruneTableOptions {
   readonly cap?: number;
   /** Checked between batches: an abort stops the loop after the batch in flight. */
   readonly signal?: AbortSignal;
-  /** Called after each batch (for progress, metrics and per-batch timing). */
-  readonly onBatch?: (batch: { readonly deleted: number; readonly ms: number; readonly total: number }) => void;
+  /** Called after each batch (progress, metrics, per-batch timing); awaited before the next batch. */
+  readonly onBatch?: (batch: PruneBatch) => unknown;
 }
 
 export interface PruneTableResult {
   readonly deleted: number;
   readonly batches: number;
-  /** The cap was reached with a full last batch: eligible rows may remain. */
+  /** The cap was reached and eligible rows remain. */
   readonly capped: boolean;
   /** The signal aborted between batches. */
   readonly aborted: boolean;
@@ -54,7 +66,8 @@ export interface PruneTableResult {
 
 /**
  * Delete a target's eligible rows in batches, oldest `orderBy` first, each batch one statement
- * in autocommit. Each statement selects the batch's ctids and deletes them, re-checking the
+ * in autocommit, each starting where the previous one stopped (so per-batch cost does not grow
+ * with the rows already deleted). Each statement selects the batch's ctids and deletes them, re-checking the
  * whole predicate on the rows it removes: a row changed by a concurrent writer while the delete
  * waited on its lock (a replay re-nulling `published_at`, say) is re-evaluated at its new
  * version and survives. A ctid is only stable within one statement, which is why the select and
@@ -71,25 +84,40 @@ export async function pruneTable(sql: Sql, target: PruneTarget, options: PruneTa
 
   let deleted = 0;
   let batches = 0;
+  // Keyset cursor: each batch starts at the last key the previous one deleted (inclusive, for
+  // ties), so no batch walks the index entries of the rows already deleted in this call. A row
+  // behind the cursor that became eligible meanwhile is left for the next cycle.
+  let cursor: string | null = null;
   for (;;) {
     if (options.signal?.aborted) return { deleted, batches, capped: false, aborted: true };
     const limit = Math.min(batchSize, cap - deleted);
     const started = performance.now();
-    const result = await sql`
-      delete from ${sql(target.table)}
-      where ctid = any(array(
-          select ctid from ${sql(target.table)}
-          where ${target.eligible(sql)}
-          order by ${sql(target.orderBy)}
-          limit ${limit}
-        ))
-        and ${target.eligible(sql)}`;
+    const after: PendingQuery<Row[]> = cursor === null ? sql`` : sql`and ${sql(target.orderBy)} >= ${cursor}`;
+    const rows: Array<{ count: number; last: string | null }> = await sql<{ count: number; last: string | null }[]>`
+      with batch as (
+        delete from ${sql(target.table)}
+        where ctid = any(array(
+            select ctid from ${sql(target.table)}
+            where ${target.eligible(sql)} ${after}
+            order by ${sql(target.orderBy)}
+            limit ${limit}
+          ))
+          and ${target.eligible(sql)}
+        returning ${sql(target.orderBy)} as key
+      )
+      select count(*)::int as count, max(key)::text as last from batch`;
+    const result = rows[0]!;
+    cursor = result.last ?? cursor;
     const count = result.count;
     deleted += count;
     batches++;
-    options.onBatch?.({ deleted: count, ms: performance.now() - started, total: deleted });
+    await options.onBatch?.({ deleted: count, ms: performance.now() - started, total: deleted });
     if (count < limit) return { deleted, batches, capped: false, aborted: false };
-    if (deleted >= cap) return { deleted, batches, capped: true, aborted: false };
+    if (deleted >= cap) {
+      // At the cap: capped only if something eligible is left (a cheap probe on the index).
+      const [left] = await sql<{ more: boolean }[]>`select exists (select 1 from ${sql(target.table)} where ${target.eligible(sql)}) as more`;
+      return { deleted, batches, capped: left!.more, aborted: false };
+    }
     await yieldToEventLoop();
   }
 }

@@ -10,6 +10,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = Object.free
   not_found: 404,
   // @craig/mq
   replay_out_of_window: 400,
+  invalid_replay_range: 400,
   invalid_event: 400,
   payload_too_large: 413,
   // @craig/db
@@ -25,6 +26,12 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = Object.free
   job_state_conflict: 409,
   admission_closed: 409,
   database_not_allowed: 403,
+  admission_busy: 409,
+  cleanup_protocol_required: 409,
+  parent_not_found: 404,
+  parent_mismatch: 409,
+  identity_immutable: 409,
+  invalid_job_request: 400,
 });
 
 export interface CodedError {

@@ -4,7 +4,7 @@
  * from a migrated template; RabbitMQ from the environment; an S3-protocol server in process
  * with a conditional/fault layer in front.
  */
-export { postgres, startEmbeddedPostgres, stopEmbeddedPostgres, databaseUrl, redact, TESTKIT_URL_VARIABLE, type EmbeddedOptions, type EmbeddedServer } from './postgres.ts';
+export { postgres, resolvePostgres, startEmbeddedPostgres, stopEmbeddedPostgres, databaseUrl, redact, TESTKIT_URL_VARIABLE, type EmbeddedOptions, type EmbeddedServer, type ResolveOptions } from './postgres.ts';
 export { testDatabase, sweepStaleDatabases, type TemplateRecipe, type TestDatabase, type TestDatabaseOptions } from './database.ts';
 export { rabbitmq } from './rabbitmq.ts';
 export { s3, type RequestRecord, type S3Fault, type S3Options, type S3TestServer } from './s3.ts';

@@ -52,24 +52,44 @@ let embedded: EmbeddedServer | undefined;
  * process and stopped when it exits.
  */
 export function postgres(): Promise<string> {
-  resolved ??= resolvePostgres();
+  resolved ??= resolveForProcess();
   return resolved;
 }
 
-async function resolvePostgres(): Promise<string> {
-  const chosen = process.env[TESTKIT_URL_VARIABLE] ?? process.env.DATABASE_URL;
+export interface ResolveOptions {
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Where a local server is expected; 127.0.0.1:5432 by default. */
+  readonly local?: { readonly host: string; readonly port: number };
+}
+
+/**
+ * Decide which server to use: an explicit URL from the environment (it must answer), else the
+ * local server when it answers, else a new embedded cluster (returned so the caller stops it).
+ */
+export async function resolvePostgres(options: ResolveOptions = {}): Promise<{ url: string; embedded?: EmbeddedServer }> {
+  const env = options.env ?? process.env;
+  const chosen = env[TESTKIT_URL_VARIABLE] ?? env.DATABASE_URL;
   if (chosen) {
     await assertAnswers(chosen);
-    return chosen;
+    return { url: chosen };
   }
-  const local = 'postgres://postgres@127.0.0.1:5432/postgres';
-  if ((await tcpReachable('127.0.0.1', 5432)) && (await answers(local))) return local;
-  embedded = await startEmbeddedPostgres();
-  process.once('exit', () => {
-    // Best effort: a process exiting cannot await; vitest's global setup stops it properly.
-    void embedded?.stop();
-  });
-  return embedded.url;
+  const { host, port } = options.local ?? { host: '127.0.0.1', port: 5432 };
+  const local = `postgres://postgres@${host}:${port}/postgres`;
+  if ((await tcpReachable(host, port)) && (await answers(local))) return { url: local };
+  const server = await startEmbeddedPostgres();
+  return { url: server.url, embedded: server };
+}
+
+async function resolveForProcess(): Promise<string> {
+  const { url, embedded: server } = await resolvePostgres();
+  if (server) {
+    embedded = server;
+    process.once('exit', () => {
+      // Best effort: a process exiting cannot await; stop() signals the server synchronously.
+      void server.stop();
+    });
+  }
+  return url;
 }
 
 /** Stop the embedded cluster this process started, if any. */

@@ -1,4 +1,4 @@
 /** @craig/xtask as a library, for tests that drive commands in process. */
 export { runXtask, WORKSPACE_ROOT } from './run.ts';
-export { registerService, unregisterService, serviceEntry, type ServiceEntry } from './services.ts';
+export { registerService, unregisterService, serviceEntry, migrationSetsOf, type ServiceEntry } from './services.ts';
 export type { Command, CommandContext } from './command.ts';

@@ -1,6 +1,8 @@
-import { isServiceName, SERVICE_PROFILES, type ServiceProfile } from '@craig/settings';
+import { isServiceName, SERVICE_PROFILES, type ServiceProfile, type ServiceSettings } from '@craig/settings';
 import type { MigrationSet } from '@craig/db';
+import { MQ_MIGRATIONS } from '@craig/mq';
 import { RETENTION_MIGRATIONS, type ArchiveSpec } from '@craig/retention';
+import { inventoryMigrationSets } from '@craig/svc-inventory';
 
 /**
  * What xtask knows about a service: its settings profile and the migration sets it applies,
@@ -9,9 +11,18 @@ import { RETENTION_MIGRATIONS, type ArchiveSpec } from '@craig/retention';
  */
 export interface ServiceEntry {
   readonly profile: ServiceProfile;
-  readonly migrationSets: readonly MigrationSet[];
+  /**
+   * The sets in order, or a function of the service's loaded settings when a set depends on
+   * them (the cleanup installer guard takes its allow-list from CLEANUP_ALLOWED_DATABASES).
+   */
+  readonly migrationSets: readonly MigrationSet[] | ((settings: ServiceSettings) => readonly MigrationSet[]);
   /** Present when the service archives: its specs in FK deletion order (`pnpm xtask archive`, `archive-fetch`). */
   readonly archive?: { readonly specs: readonly ArchiveSpec[] };
+}
+
+/** The entry's migration sets for these settings. */
+export function migrationSetsOf(entry: ServiceEntry, settings: ServiceSettings): readonly MigrationSet[] {
+  return typeof entry.migrationSets === 'function' ? entry.migrationSets(settings) : entry.migrationSets;
 }
 
 const registry = new Map<string, ServiceEntry>();
@@ -29,7 +40,7 @@ export function unregisterService(name: string): void {
 export function serviceEntry(name: string): ServiceEntry | undefined {
   const registered = registry.get(name);
   if (registered) return registered;
-  if (isServiceName(name)) return { profile: SERVICE_PROFILES[name], migrationSets: builtInMigrationSets(name) };
+  if (isServiceName(name)) return { profile: SERVICE_PROFILES[name], migrationSets: (settings) => builtInMigrationSets(name, settings) };
   return undefined;
 }
 
@@ -37,8 +48,13 @@ export function knownServiceNames(): string[] {
   return [...new Set([...Object.keys(SERVICE_PROFILES), ...registry.keys()])];
 }
 
-// Platform sets each service applies before its own; filled in as the packages land (the
-// mq set goes first when it lands). The archiving services carry the archive ledger.
-function builtInMigrationSets(service: string): MigrationSet[] {
-  return service === 'security' || service === 'rules' || service === 'exchange' ? [RETENTION_MIGRATIONS] : [];
+// Platform sets each service applies before its own, in order. Every service has an outbox
+// and an inbox (mq); the others are added per service.
+export function builtInMigrationSets(service: string, settings: ServiceSettings): MigrationSet[] {
+  const sets: MigrationSet[] = [MQ_MIGRATIONS];
+  // The archiving services carry the archive ledger (`retention`) after mq.
+  if (service === 'security' || service === 'rules' || service === 'exchange') sets.push(RETENTION_MIGRATIONS);
+  // inventory: `cleanup` (guarded by CLEANUP_ALLOWED_DATABASES), then its own `inventory`.
+  if (service === 'inventory') sets.push(...inventoryMigrationSets({ allowedDatabases: settings.cleanup?.allowedDatabases ?? [] }));
+  return sets;
 }

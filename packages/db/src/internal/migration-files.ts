@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Sql } from 'postgres';
 import { MigrationError } from '../errors.ts';
 
 /** A named, ordered directory of forward-only migrations (`NNNNNN_name.sql`). */
@@ -9,6 +10,19 @@ export interface MigrationSet {
   /** Recorded with every applied version, so two sets may both have a `000001`. */
   readonly name: string;
   readonly directory: string | URL;
+  /**
+   * Runs on the migrator's session, under the migrator lock, before any file of any set is
+   * applied (also when nothing is pending); a throw refuses the whole run and is rethrown as
+   * is. An installer guard: a set that may only be installed into certain databases.
+   */
+  readonly preflight?: (context: MigrationPreflightContext) => Promise<void>;
+}
+
+/** What a set's preflight sees: the migrator's connection and the database it is on. */
+export interface MigrationPreflightContext {
+  readonly sql: Sql;
+  /** `current_database()`. */
+  readonly database: string;
 }
 
 export interface MigrationFile {

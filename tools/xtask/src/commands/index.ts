@@ -5,6 +5,8 @@ import { benchCommand } from './bench.ts';
 import { devstackCommand } from './devstack.ts';
 import { docsCommand } from './docs.ts';
 import { migrateCommand } from './migrate.ts';
+import { pruneCommand } from './prune.ts';
+import { schemaCommand } from './schema.ts';
 
 /** Every command, in `--help` order. */
-export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, docsCommand, benchCommand, archiveCommand, archiveFetchCommand];
+export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, pruneCommand, archiveCommand, archiveFetchCommand, docsCommand, schemaCommand, benchCommand];

@@ -2,7 +2,7 @@ import { migrate } from '@craig/db';
 import { loadServiceSettings } from '@craig/settings';
 import pino from 'pino';
 import { parseArgs, UsageError, writeLine, type Command } from '../command.ts';
-import { knownServiceNames, serviceEntry } from '../services.ts';
+import { knownServiceNames, migrationSetsOf, serviceEntry } from '../services.ts';
 
 export const migrateCommand: Command = {
   name: 'migrate',
@@ -20,9 +20,10 @@ Refuses to start when an applied migration was edited or removed.`,
     if (!entry) throw new UsageError(`unknown service "${name}" (known: ${knownServiceNames().join(', ')})`);
     const settings = loadServiceSettings(entry.profile, ctx.env);
     const logger = pino({ level: 'silent' });
-    const report = await migrate(settings.databaseUrl, entry.migrationSets, { service: `${name}:xtask`, logger, signal: ctx.signal });
+    const sets = migrationSetsOf(entry, settings);
+    const report = await migrate(settings.databaseUrl, sets, { service: `${name}:xtask`, logger, signal: ctx.signal });
     for (const m of report.applied) writeLine(ctx.stdout, `applied ${m.set}/${String(m.version).padStart(6, '0')}_${m.name} (${m.ms} ms)`);
-    writeLine(ctx.stdout, `${name}: ${report.applied.length} applied, ${report.alreadyApplied} already applied (sets: ${entry.migrationSets.map((s) => s.name).join(', ') || 'none'})`);
+    writeLine(ctx.stdout, `${name}: ${report.applied.length} applied, ${report.alreadyApplied} already applied (sets: ${sets.map((s) => s.name).join(', ') || 'none'})`);
     return 0;
   },
 };

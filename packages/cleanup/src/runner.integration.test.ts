@@ -1,0 +1,81 @@
+import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
+import { eventually } from '@craig/testkit';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admissionOf, appendAll, cleanupHarness, itemsIn, seedItems, seedServer, type Harness } from '../test/harness.ts';
+import { RUNTIME_ROLE } from './install.ts';
+import { createJob, status } from './jobs.ts';
+import { appendSeen, seal } from './manifest.ts';
+import { createCleanupRunner } from './runner.ts';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await cleanupHarness();
+});
+afterAll(() => h.drop());
+
+describe('createCleanupRunner', () => {
+  it('steps every deleting job to completion, cancels expired collecting jobs and reports metrics', async () => {
+    const a = await seedServer(h.app, 1);
+    const items = await seedItems(h.app, a.serverId, a.libraryIds[0]!, 300);
+    const prune = await createJob(h.app, { serverId: a.serverId, libraryId: a.libraryIds[0]!, kind: 'prune-library' });
+    await appendAll(h.app, appendSeen, prune.id, items.slice(0, 100));
+    await seal(h.app, prune.id, { expectedUniqueCount: 100 });
+    const b = await seedServer(h.app, 2);
+    await seedItems(h.app, b.serverId, b.libraryIds[1]!, 50);
+    const removal = await createJob(h.app, { serverId: b.serverId, kind: 'remove-server' });
+    const c = await seedServer(h.app, 1);
+    const abandoned = await createJob(h.app, { serverId: c.serverId, libraryId: c.libraryIds[0]!, kind: 'prune-library' });
+    await h.admin`update cleanup_jobs set collect_deadline_at = now() - interval '1 minute' where id = ${abandoned.id}`;
+
+    const registry = new Registry();
+    const runner = createCleanupRunner({ url: h.db.url, sql: h.app, service: 'test', role: RUNTIME_ROLE, historyRetentionDays: 14, registry, idleMs: 20, historyEveryMs: 1 });
+    runner.start();
+    try {
+      await eventually(async () => {
+        expect((await status(h.app, prune.id)).state).toBe('completed');
+        expect((await status(h.app, removal.id)).state).toBe('completed');
+      });
+    } finally {
+      await runner.stop();
+    }
+    expect(await itemsIn(h.admin, a.libraryIds[0]!)).toHaveLength(100);
+    expect(await admissionOf(h.admin, a.libraryIds[0]!)).toBe('open');
+    expect((await h.admin`select count(*)::int as n from servers where id = ${b.serverId}`)[0]!.n).toBe(0);
+    expect(await status(h.app, abandoned.id)).toMatchObject({ state: 'cancelled', cancelReason: 'deadline' });
+    const metrics = await registry.metrics();
+    expect(metrics).toContain('cleanup_rows_total{outcome="deleted"} 250');
+    expect(metrics).toMatch(/cleanup_jobs_finished_total\{kind="remove-server",state="completed"\} 1/);
+    expect(metrics).toMatch(/cleanup_step_seconds_count\{phase="items"\} \d+/);
+  });
+
+  it('one runner per database: a cycle skips while another holds the runner lock', async () => {
+    const runner = createCleanupRunner({ url: h.db.url, service: 'test', role: RUNTIME_ROLE, historyRetentionDays: 14 });
+    await withDedicatedSession(
+      h.db.url,
+      async (session) => {
+        expect(await session.tryAdvisoryLock(LOCK_KEYS.cleanupCoordinator)).toBe(true);
+        expect(await runner.runCycle()).toMatchObject({ skipped: true, steps: 0 });
+      },
+      { service: 'other-replica' },
+    );
+    expect(await runner.runCycle()).toMatchObject({ skipped: false });
+  });
+
+  it('with a pool, an idle runner does not even open a session: it never contends for the runner lock', async () => {
+    const runner = createCleanupRunner({ url: h.db.url, sql: h.app, service: 'test', role: RUNTIME_ROLE, historyRetentionDays: 14 });
+    await h.admin`update cleanup_jobs set state = 'cancelled', phase = 'done', cancel_reason = 'requested', finished_at = now() where state in ('collecting', 'deleting')`;
+    await withDedicatedSession(
+      h.db.url,
+      async (session) => {
+        expect(await session.tryAdvisoryLock(LOCK_KEYS.cleanupCoordinator)).toBe(true);
+        // Had it opened a session it would have found the lock taken and reported skipped.
+        expect(await runner.runCycle()).toMatchObject({ skipped: false, steps: 0 });
+        const { serverId } = await seedServer(h.app, 0);
+        await createJob(h.app, { serverId, kind: 'remove-server' });
+        expect(await runner.runCycle()).toMatchObject({ skipped: true, steps: 0 });
+      },
+      { service: 'other-replica' },
+    );
+  });
+});

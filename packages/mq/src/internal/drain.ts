@@ -1,0 +1,181 @@
+import type { Sql, TransactionSql } from '@craig/db';
+import type { Logger } from 'pino';
+import { assertEventFields, encodeEnvelope } from '../envelope.ts';
+import type { MqMetrics } from '../metrics.ts';
+import type { OutgoingMessage, Transport } from '../transport.ts';
+import type { Baton } from './baton.ts';
+import { horizonSql, type RetentionWindows } from './horizon.ts';
+
+export type ParkReason = 'malformed' | 'max_attempts' | 'oversize' | 'replay_past_horizon';
+
+export interface DrainResult {
+  /** Rows claimed by this batch. */
+  readonly claimed: number;
+  /** Stamped published after the transport confirmed them. */
+  readonly published: number;
+  /** Failed and counted an attempt (retried later with backoff). */
+  readonly failed: number;
+  /** Parked (malformed, oversize, past OUTBOX_MAX_ATTEMPTS, or a replay past the horizon). */
+  readonly parked: number;
+  /** Not sent because the transport was unreachable: left untouched, no attempt counted. */
+  readonly unavailable: number;
+}
+
+export interface DrainContext {
+  readonly sql: Sql;
+  readonly transport: Transport;
+  readonly service: string;
+  readonly retention: RetentionWindows;
+  readonly maxAttempts: number;
+  readonly batchSize: number;
+  readonly logger: Logger;
+  readonly metrics: MqMetrics | undefined;
+  /** Shared by concurrent lanes: claims and publish calls go in turn (see Baton). */
+  readonly turn?: Baton;
+}
+
+interface ClaimedRow {
+  id: string;
+  event_id: string;
+  aggregate_type: string;
+  aggregate_id: string;
+  event_type: string;
+  payload: string;
+  headers: string;
+  created_at: Date;
+  attempts: number;
+  past_horizon: boolean;
+}
+
+/**
+ * Publish one batch of pending rows, oldest first. The claim (`FOR UPDATE SKIP LOCKED`) is
+ * held across the publish, so no two replicas publish a row at once; `published_at` is stamped
+ * in the same transaction only after the transport confirmed. A crash between the confirm and
+ * the commit leaves the row pending: it is published again (at-least-once; inboxes dedupe).
+ */
+export async function drainBatch(ctx: DrainContext): Promise<DrainResult> {
+  const release = ctx.turn ? await ctx.turn.take() : () => {};
+  try {
+    return await claimAndPublish(ctx, release);
+  } finally {
+    release();
+  }
+}
+
+async function claimAndPublish(ctx: DrainContext, release: () => void): Promise<DrainResult> {
+  return ctx.sql.begin(async (tx) => {
+    // Losing a published_at stamp to a server crash only republishes the row (at-least-once;
+    // inboxes dedupe), so this commit need not wait for its WAL flush.
+    await tx`set local synchronous_commit = off`;
+    const rows = await tx<ClaimedRow[]>`
+      select id::text, event_id::text, aggregate_type, aggregate_id, event_type,
+             payload::text as payload, headers::text as headers, created_at, attempts,
+             coalesce(replayed_at is not null and created_at < ${horizonSql(tx, ctx.retention)}, false) as past_horizon
+      from event_outbox
+      where published_at is null and parked_at is null
+        and (next_attempt_at is null or next_attempt_at <= now())
+      order by event_outbox.id
+      limit ${ctx.batchSize}
+      for update skip locked`;
+    if (rows.length === 0) {
+      release();
+      return { claimed: 0, published: 0, failed: 0, parked: 0, unavailable: 0 };
+    }
+
+    const park: Array<{ id: string; reason: ParkReason; error: string }> = [];
+    const sending: ClaimedRow[] = [];
+    const messages: OutgoingMessage[] = [];
+    for (const row of rows) {
+      if (row.past_horizon) {
+        // A replayed row whose consumers may have pruned their dedup records meanwhile (a long
+        // outage since the replay): delivering it could run side effects twice.
+        park.push({ id: row.id, reason: 'replay_past_horizon', error: 'replayed row is past the replay horizon at publish time; consumers may no longer deduplicate it' });
+        continue;
+      }
+      if (row.attempts >= ctx.maxAttempts) {
+        park.push({ id: row.id, reason: 'max_attempts', error: `${row.attempts} failed attempts (OUTBOX_MAX_ATTEMPTS=${ctx.maxAttempts})` });
+        continue;
+      }
+      try {
+        assertEventFields({ eventId: row.event_id, aggregateType: row.aggregate_type, aggregateId: row.aggregate_id, eventType: row.event_type, headers: JSON.parse(row.headers) });
+      } catch (error) {
+        park.push({ id: row.id, reason: 'malformed', error: (error as Error).message });
+        continue;
+      }
+      sending.push(row);
+      messages.push({
+        eventId: row.event_id,
+        routingKey: row.event_type,
+        body: encodeEnvelope({
+          eventId: row.event_id,
+          eventType: row.event_type,
+          aggregateType: row.aggregate_type,
+          aggregateId: row.aggregate_id,
+          source: ctx.service,
+          occurredAt: row.created_at.toISOString(),
+          headersJson: row.headers,
+          payloadJson: row.payload,
+        }),
+      });
+    }
+
+    const publishing = messages.length > 0 ? ctx.transport.publish(messages) : Promise.resolve([]);
+    // Handed to the transport (which sends concurrent calls in call order): the next lane may
+    // claim while this batch waits for its confirms.
+    release();
+    const outcomes = await publishing;
+    const published: string[] = [];
+    const failed: Array<{ id: string; error: string }> = [];
+    let unavailable = 0;
+    outcomes.forEach((outcome, i) => {
+      const row = sending[i]!;
+      if (outcome.ok) published.push(row.id);
+      else if (outcome.kind === 'too_large') park.push({ id: row.id, reason: 'oversize', error: outcome.error.message });
+      else if (outcome.kind === 'rejected') failed.push({ id: row.id, error: outcome.error.message });
+      else unavailable++;
+    });
+
+    if (published.length > 0) {
+      // clock_timestamp(), not now(): now() is this transaction's start, which can precede the
+      // created_at of a row committed after it began (the CHECK would refuse it).
+      await tx`update event_outbox set published_at = clock_timestamp(), next_attempt_at = null where id = any(${published}::bigint[])`;
+    }
+    const parkedByFailure = failed.length > 0 ? await recordFailures(tx, failed, ctx.maxAttempts) : 0;
+    if (park.length > 0) await parkRows(tx, park);
+
+    const m = ctx.metrics;
+    m?.outboxPublished.inc(published.length);
+    if (failed.length) m?.outboxPublishFailures.inc({ kind: 'rejected' }, failed.length);
+    if (unavailable) m?.outboxPublishFailures.inc({ kind: 'unavailable' }, unavailable);
+    for (const p of park) m?.outboxPublishFailures.inc({ kind: p.reason === 'oversize' ? 'too_large' : p.reason });
+    if (park.length > 0 || parkedByFailure > 0) {
+      ctx.logger.warn({ parked: [...park.map((p) => ({ id: p.id, reason: p.reason, error: p.error }))], parkedAfterMaxAttempts: parkedByFailure }, 'outbox rows parked; redrive with redriveParked() after fixing the cause');
+    }
+    if (failed.length > 0) ctx.logger.warn({ failed: failed.length, firstError: failed[0]!.error }, 'outbox publish failures (counted, retried with backoff)');
+    return { claimed: rows.length, published: published.length, failed: failed.length - parkedByFailure, parked: park.length + parkedByFailure, unavailable };
+  });
+}
+
+/** Count an attempt; back off 2^attempts s (at most 5 min); park at OUTBOX_MAX_ATTEMPTS. Returns how many parked. */
+async function recordFailures(tx: TransactionSql, failed: ReadonlyArray<{ id: string; error: string }>, maxAttempts: number): Promise<number> {
+  const rows = await tx<{ parked: boolean }[]>`
+    update event_outbox o
+    set attempts = o.attempts + 1,
+        last_error = u.error,
+        last_attempt_at = clock_timestamp(),
+        next_attempt_at = clock_timestamp() + make_interval(secs => least(300, 2 ^ o.attempts)),
+        parked_at = case when o.attempts + 1 >= ${maxAttempts} then clock_timestamp() end,
+        parked_reason = case when o.attempts + 1 >= ${maxAttempts} then 'max_attempts' end
+    from unnest(${failed.map((f) => f.id)}::bigint[], ${failed.map((f) => f.error)}::text[]) as u(id, error)
+    where o.id = u.id
+    returning o.parked_at is not null as parked`;
+  return rows.filter((r) => r.parked).length;
+}
+
+async function parkRows(tx: TransactionSql, park: ReadonlyArray<{ id: string; reason: ParkReason; error: string }>): Promise<void> {
+  await tx`
+    update event_outbox o
+    set parked_at = clock_timestamp(), parked_reason = u.reason, last_error = u.error, last_attempt_at = clock_timestamp()
+    from unnest(${park.map((p) => p.id)}::bigint[], ${park.map((p) => p.reason)}::text[], ${park.map((p) => p.error)}::text[]) as u(id, reason, error)
+    where o.id = u.id`;
+}

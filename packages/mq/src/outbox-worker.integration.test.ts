@@ -1,0 +1,120 @@
+// The worker loop: drain before prune, the per-service phase, the cadence, gauges, shutdown.
+import { createClient, type Sql } from '@craig/db';
+import { eventually, type TestDatabase } from '@craig/testkit';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { busDatabase, seedOutbox, serviceDatabase } from '../test/helpers.ts';
+import { captureLogs, WARN } from '../test/log-capture.ts';
+import { pruneJitter } from './cadence.ts';
+import { OutboxWorker, spawnOutboxWorker, type OutboxWorkerOptions } from './outbox-worker.ts';
+import { createPostgresBusTransport } from './postgres-bus-transport.ts';
+import { stageEvent } from './stage-event.ts';
+import type { Transport } from './transport.ts';
+
+let db: TestDatabase;
+let bus: TestDatabase;
+let pool: Sql;
+let transport: Transport;
+const windows = { outboxDays: 30, inboxDays: 31 };
+
+beforeAll(async () => {
+  [db, bus] = await Promise.all([serviceDatabase(2), busDatabase(1)]);
+  pool = createClient(db.url, { service: 'worker-test', max: 2 });
+  transport = await createPostgresBusTransport({ url: bus.url, service: 'worker-test' });
+});
+afterAll(async () => {
+  await transport.close();
+  await pool.end();
+  await Promise.all([db.drop(), bus.drop()]);
+});
+beforeEach(async () => {
+  await db.sql`truncate event_outbox, event_inbox, prune_latch`;
+});
+
+const options = (overrides: Partial<OutboxWorkerOptions> = {}): OutboxWorkerOptions => ({
+  service: 'cases',
+  sql: pool,
+  databaseUrl: db.url,
+  transport,
+  retention: windows,
+  maxAttempts: 3,
+  registry: new Registry(),
+  ...overrides,
+});
+
+const stage = (n: number) =>
+  pool.begin(async (tx) => {
+    for (let i = 0; i < n; i++) await stageEvent(tx, { aggregateType: 'case', aggregateId: String(i), eventType: 'case.opened', payload: { i } });
+  });
+
+describe('OutboxWorker loop', () => {
+  it('drains before it prunes, and prunes once every pruneEveryTicks ticks from the service phase', async () => {
+    const order: string[] = [];
+    const recording: Transport = { ...transport, kind: transport.kind, maxMessageBytes: transport.maxMessageBytes, publish: (m) => (order.push(`publish ${m.length}`), transport.publish(m)) };
+    const w = new OutboxWorker(options({ transport: recording, pruneEveryTicks: 4, onPruneBatch: (table, b) => void order.push(`prune ${table} ${b.deleted}`) }));
+    expect(w.tickNumber).toBe(pruneJitter('cases', 4));
+    await seedOutbox(db.sql, { n: 6, ageDays: 40, published: true });
+    const pruneTicks: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const at = w.tickNumber;
+      await stage(1);
+      order.push(`tick ${at}`);
+      const result = await w.tick();
+      expect(result.published).toBe(1);
+      if (result.pruned) pruneTicks.push(at);
+    }
+    expect(pruneTicks).toEqual([0, 0]);
+    // On the due tick the staged row was published before anything was pruned.
+    const due = order.indexOf('tick 0');
+    expect(order.slice(due, due + 4)).toEqual(['tick 0', 'publish 1', 'prune event_outbox 6', 'prune event_inbox 0']);
+    expect(order.filter((o) => o.startsWith('prune event_outbox'))).toEqual(['prune event_outbox 6', 'prune event_outbox 0']);
+  });
+
+  it('replicas of one service share a phase, other services get theirs', () => {
+    const a = new OutboxWorker(options({ service: 'rules' }));
+    const b = new OutboxWorker(options({ service: 'rules' }));
+    const c = new OutboxWorker(options({ service: 'exchange' }));
+    expect(a.tickNumber).toBe(b.tickNumber);
+    expect(a.tickNumber).not.toBe(c.tickNumber);
+    expect(a.tickNumber).toBe(1344);
+  });
+
+  it('a failing prune is logged and the loop goes on draining', async () => {
+    const { logger, lines } = captureLogs();
+    const w = new OutboxWorker(options({ databaseUrl: 'postgres://nobody@127.0.0.1:1/none', pruneEveryTicks: 1, logger }));
+    await stage(2);
+    const result = await w.tick();
+    expect(result).toMatchObject({ published: 2, drainSkipped: false });
+    expect(result.pruned).toBeUndefined();
+    expect(lines.some((l) => l.level === WARN && l.msg === 'event retention prune failed')).toBe(true);
+  });
+
+  it('keeps the pending and parked gauges current', async () => {
+    const registry = new Registry();
+    await seedOutbox(db.sql, { n: 3, ageDays: 1 });
+    await seedOutbox(db.sql, { n: 2, ageDays: 1, parked: true });
+    const w = new OutboxWorker(options({ registry }));
+    expect(await w.refreshGauges()).toEqual({ pending: 3, parked: 2 });
+    const value = async (name: string) => (await registry.getSingleMetric(name)!.get()).values[0]!.value;
+    expect([await value('event_outbox_pending'), await value('event_outbox_parked'), await value('event_dead_letters')]).toEqual([3, 2, 0]);
+    await w.drainOnce();
+    await w.refreshGauges();
+    expect([await value('event_outbox_pending'), await value('event_outbox_parked')]).toEqual([0, 2]);
+  });
+
+  it('spawnOutboxWorker runs the loop until its signal aborts', async () => {
+    const controller = new AbortController();
+    const { logger, lines } = captureLogs();
+    const { stopped } = spawnOutboxWorker({ ...options({ pollIntervalMs: 10, logger }), signal: controller.signal });
+    await stage(3);
+    await eventually(async () => expect((await db.sql`select count(*)::int as n from event_outbox where published_at is not null`)[0]!.n).toBe(3));
+    controller.abort();
+    await stopped;
+    expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining(['outbox worker started', 'outbox worker stopped']));
+  });
+
+  it('refuses options that make no sense', () => {
+    expect(() => new OutboxWorker(options({ maxAttempts: 0 }))).toThrow(RangeError);
+    expect(() => new OutboxWorker(options({ retention: { outboxDays: -1, inboxDays: 31 } }))).toThrow(/outboxDays/);
+  });
+});

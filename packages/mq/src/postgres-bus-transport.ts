@@ -1,0 +1,223 @@
+import { classifyPgError, createClient, type Sql } from '@craig/db';
+import pino, { type Logger } from 'pino';
+import { assertEventId } from './envelope.ts';
+import { InvalidEventError, MessageTooLargeError, PublishRejectedError, TransportUnavailableError } from './errors.ts';
+import { BUS_CHANNEL, BusDeadLetterLoop, BusEventLoop } from './internal/bus-subscription.ts';
+import { assertRoutingKey, topicRegex } from './internal/topic.ts';
+import {
+  assertConsumerName,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  DEFAULT_PREFETCH,
+  defaultRetryDelayMs,
+  type CloseOptions,
+  type DeadLetter,
+  type DeadLetterSubscribeOptions,
+  type Delivery,
+  type OutgoingMessage,
+  type PublishOutcome,
+  type SubscribeOptions,
+  type Subscription,
+  type Transport,
+} from './transport.ts';
+
+
+export interface PostgresBusTransportOptions {
+  /** The bus database (settings: BUS_DATABASE_URL), migrated with {@link BUS_MIGRATIONS}. */
+  readonly url: string;
+  /** Becomes the connections' application_name. */
+  readonly service: string;
+  readonly maxMessageBytes?: number;
+  /** Fallback poll when no notification arrives (a missed NOTIFY, a retry coming due); default 1 s. */
+  readonly pollIntervalMs?: number;
+  /** Longest a handler may run while its claim is held; the server ends the transaction after it. Default 5 min. */
+  readonly handlerTimeoutMs?: number;
+  readonly logger?: Logger;
+}
+
+/**
+ * The PostgreSQL bus: the zero-install transport. Publishing copies each message into
+ * `bus_deliveries` once per subscribed consumer whose patterns match (routing in SQL, so a
+ * subscription is effective for every publish after it commits) and NOTIFYs those consumers.
+ * Consumers claim with `FOR UPDATE SKIP LOCKED`; acknowledging deletes the row, so the table
+ * only ever holds undelivered messages. Dead letters move to `bus_dead_letters` and stay there,
+ * counted, until the dead-letter consumer acknowledges them.
+ */
+export async function createPostgresBusTransport(options: PostgresBusTransportOptions): Promise<Transport> {
+  const transport = new PostgresBusTransport(options);
+  await transport.start();
+  return transport;
+}
+
+interface Loop extends Subscription {
+  wake(): void;
+}
+
+class PostgresBusTransport implements Transport {
+  readonly kind = 'postgres' as const;
+  readonly maxMessageBytes: number;
+  private readonly sql: Sql;
+  private readonly logger: Logger;
+  private readonly loops = new Set<Loop>();
+  private unlisten: (() => Promise<void>) | undefined;
+  private publishTail: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  constructor(private readonly options: PostgresBusTransportOptions) {
+    this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    this.logger = options.logger ?? pino({ level: 'silent' });
+    this.sql = createClient(options.url, { service: `${options.service}:bus`, max: 2 });
+  }
+
+  async start(): Promise<void> {
+    const meta = await this.sql.listen(
+      BUS_CHANNEL,
+      (consumer) => {
+        for (const loop of this.loops) if (loop.consumer === consumer) loop.wake();
+      },
+      // (Re)connected listener: notifications may have been missed meanwhile.
+      () => {
+        for (const loop of this.loops) loop.wake();
+      },
+    );
+    this.unlisten = () => meta.unlisten();
+  }
+
+  async publish(messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
+    const outcomes: PublishOutcome[] = new Array(messages.length);
+    const sendable: OutgoingMessage[] = [];
+    const index: number[] = [];
+    messages.forEach((m, i) => {
+      const bytes = Buffer.byteLength(m.body);
+      if (bytes > this.maxMessageBytes) {
+        outcomes[i] = { ok: false, kind: 'too_large', error: new MessageTooLargeError(bytes, this.maxMessageBytes, m.eventId) };
+        return;
+      }
+      try {
+        assertEventId(m.eventId);
+        assertRoutingKey(m.routingKey, 'routingKey');
+        if (m.body.includes('\0')) throw new InvalidEventError('body', '[contains NUL]', 'must not contain the NUL character');
+      } catch (error) {
+        outcomes[i] = { ok: false, kind: 'rejected', error: new PublishRejectedError(m.eventId, (error as Error).message, error) };
+        return;
+      }
+      sendable.push(m);
+      index.push(i);
+    });
+    if (sendable.length === 0) return outcomes;
+    if (this.closed) return fill(outcomes, index, { ok: false, kind: 'unavailable', error: new TransportUnavailableError('the transport is closed') });
+    try {
+      // One statement: fan out to every matching subscription, in publish order, and notify
+      // each consumer that got rows. Atomic: all of the batch or none of it. Concurrent calls
+      // run one after another, so one call's rows never interleave with another's ids.
+      const insert = () => this.sql`
+        with m as (
+          select v.event_id::uuid as event_id, v.routing_key, v.body, v.headers, v.ord::int as ord
+          from (values ${this.sql(sendable.map((m, i) => [m.eventId, m.routingKey, m.body, JSON.stringify(m.headers ?? {}), i]))}) as v(event_id, routing_key, body, headers, ord)
+        ), ins as (
+          insert into bus_deliveries (consumer, event_id, routing_key, body, headers)
+          select s.consumer, m.event_id, m.routing_key, m.body, m.headers::jsonb
+          from m join bus_subscriptions s on ('.' || m.routing_key) ~ s.pattern_regex
+          order by m.ord, s.consumer
+          returning consumer
+        )
+        select pg_notify(${BUS_CHANNEL}, c.consumer) from (select distinct consumer from ins) c`;
+      const inserting = this.publishTail.then(insert);
+      this.publishTail = inserting.then(
+        () => undefined,
+        () => undefined,
+      );
+      await inserting;
+      return fill(outcomes, index, { ok: true });
+    } catch (error) {
+      const kind = classifyPgError(error);
+      if (kind.kind === 'connection' || kind.kind === 'timeout' || kind.kind === 'lock_not_available') {
+        return fill(outcomes, index, { ok: false, kind: 'unavailable', error: new TransportUnavailableError(`PostgreSQL bus unavailable: ${(error as Error).message}`, error) });
+      }
+      if (sendable.length === 1) {
+        return fill(outcomes, index, { ok: false, kind: 'rejected', error: new PublishRejectedError(sendable[0]!.eventId, `the bus refused it: ${(error as Error).message}`, error) });
+      }
+      // The batch is one statement, so one refused message fails all of them. Isolate it:
+      // only the culprit is charged an attempt, its batch-mates go through.
+      for (const [k, m] of sendable.entries()) outcomes[index[k]!] = (await this.publish([m]))[0]!;
+      return outcomes;
+    }
+  }
+
+  async subscribe(options: SubscribeOptions, handler: (delivery: Delivery) => Promise<void>): Promise<Subscription> {
+    assertConsumerName(options.consumer);
+    const regex = topicRegex(options.patterns);
+    if (!Number.isInteger(options.maxRetries) || options.maxRetries < 0) throw new RangeError(`maxRetries must be a non-negative integer: ${options.maxRetries}`);
+    this.assertOpen();
+    await this.sql`
+      insert into bus_subscriptions (consumer, patterns, pattern_regex)
+      values (${options.consumer}, ${options.patterns as string[]}::text[], ${regex})
+      on conflict (consumer) do update
+        set patterns = excluded.patterns, pattern_regex = excluded.pattern_regex, updated_at = now()
+        where bus_subscriptions.pattern_regex is distinct from excluded.pattern_regex`;
+    const loop = new BusEventLoop(
+      options.consumer,
+      this.consumerClient(options.consumer),
+      options.prefetch ?? DEFAULT_PREFETCH,
+      this.options.pollIntervalMs ?? 1000,
+      this.logger,
+      (l) => this.loops.delete(l),
+      options.maxRetries,
+      options.retryDelayMs ?? defaultRetryDelayMs,
+      handler,
+    );
+    return this.startLoop(loop);
+  }
+
+  async subscribeDeadLetters(options: DeadLetterSubscribeOptions, handler: (deadLetter: DeadLetter) => Promise<void>): Promise<Subscription> {
+    this.assertOpen();
+    const loop = new BusDeadLetterLoop(
+      this.consumerClient('dead-letter'),
+      options.prefetch ?? DEFAULT_PREFETCH,
+      this.options.pollIntervalMs ?? 1000,
+      this.logger,
+      (l) => this.loops.delete(l),
+      options.retryDelayMs ?? defaultRetryDelayMs,
+      handler,
+    );
+    return this.startLoop(loop);
+  }
+
+  async deadLetterCount(): Promise<number> {
+    const [row] = await this.sql<{ n: number }[]>`select count(*)::int as n from bus_dead_letters`;
+    return row!.n;
+  }
+
+  async close(options: CloseOptions = {}): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.loops].map((l) => l.close(options)));
+    await this.unlisten?.().catch(() => {});
+    await this.sql.end({ timeout: 5 });
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new TransportUnavailableError('the transport is closed');
+  }
+
+  /** Each loop has its own connection: its claim transaction stays open while handlers run. */
+  private consumerClient(consumer: string): Sql {
+    const handlerTimeoutMs = this.options.handlerTimeoutMs ?? 300_000;
+    return createClient(this.options.url, {
+      service: `${this.options.service}:bus:${consumer}`.slice(0, 63),
+      max: 1,
+      idleInTransactionTimeoutMs: handlerTimeoutMs,
+      idleTimeoutSeconds: 0,
+    });
+  }
+
+  private startLoop(loop: Loop & { start(): void }): Subscription {
+    this.loops.add(loop);
+    loop.start();
+    return loop;
+  }
+}
+
+function fill(outcomes: PublishOutcome[], index: readonly number[], outcome: PublishOutcome): PublishOutcome[] {
+  for (const i of index) outcomes[i] = outcome;
+  return outcomes;
+}

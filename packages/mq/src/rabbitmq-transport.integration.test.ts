@@ -1,0 +1,90 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { eventually, rabbitmq } from '@craig/testkit';
+import { connect } from 'amqplib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tcpProxy } from '../test/tcp-proxy.ts';
+import { transportContract } from '../test/transport-contract.ts';
+import { createRabbitMqTransport } from './rabbitmq-transport.ts';
+
+transportContract('RabbitMQ', async () => {
+  const url = await rabbitmq();
+  const exchange = `craig.test.${randomBytes(4).toString('hex')}`;
+  const consumers = new Set<string>();
+  return {
+    open: () => createRabbitMqTransport({ url, exchange, service: 'contract', maxMessageBytes: 64 * 1024 }),
+    consumer(label) {
+      consumers.add(label);
+      return label;
+    },
+    async teardown() {
+      const conn = await connect(url);
+      const ch = await conn.createChannel();
+      for (const c of consumers) await ch.deleteQueue(`${exchange}.${c}`);
+      await ch.deleteQueue(`${exchange}.dead-letter`);
+      await ch.deleteExchange(exchange);
+      await ch.deleteExchange(`${exchange}.dlx`);
+      await conn.close();
+    },
+  };
+});
+
+describe('RabbitMQ transport recovery', () => {
+  let url: string;
+  const exchange = `craig.test.recover.${randomBytes(4).toString('hex')}`;
+  beforeAll(async () => {
+    url = await rabbitmq();
+  });
+  afterAll(async () => {
+    const conn = await connect(url);
+    const ch = await conn.createChannel();
+    for (const q of ['survivor', 'cancelled', 'dead-letter']) await ch.deleteQueue(`${exchange}.${q}`);
+    await ch.deleteExchange(exchange);
+    await ch.deleteExchange(`${exchange}.dlx`);
+    await conn.close();
+  });
+
+  it('reconnects with backoff after the connection is lost, re-attaches consumers, and publishes again', async () => {
+    const { hostname, port } = new URL(url);
+    const proxy = await tcpProxy(hostname, Number(port || 5672));
+    const transport = await createRabbitMqTransport({ url: proxy.via(url), exchange, service: 'recover', reconnect: { initialDelayMs: 20, maxDelayMs: 200 } });
+    const got: string[] = [];
+    const sub = await transport.subscribe({ consumer: 'survivor', patterns: ['r.*'], maxRetries: 0 }, async (d) => void got.push(d.eventId));
+    try {
+      const before = { eventId: randomUUID(), routingKey: 'r.before', body: '{}' };
+      expect(await transport.publish([before])).toEqual([{ ok: true }]);
+      await eventually(() => expect(got).toEqual([before.eventId]));
+      proxy.cut();
+      const during = { eventId: randomUUID(), routingKey: 'r.during', body: '{}' };
+      await eventually(async () => expect((await transport.publish([during]))[0]).toMatchObject({ ok: false, kind: 'unavailable' }));
+      proxy.restore();
+      const after = { eventId: randomUUID(), routingKey: 'r.after', body: '{}' };
+      await eventually(async () => expect(await transport.publish([after])).toEqual([{ ok: true }]), { timeoutMs: 10_000 });
+      await eventually(() => expect(got).toContain(after.eventId), { timeoutMs: 10_000 });
+    } finally {
+      await sub.close({ graceMs: 0 });
+      await transport.close({ graceMs: 0 });
+      await proxy.close();
+    }
+  });
+
+  it('consumes again after the broker cancels the consumer (its queue deleted)', async () => {
+    const transport = await createRabbitMqTransport({ url, exchange, service: 'recover' });
+    const got: string[] = [];
+    const sub = await transport.subscribe({ consumer: 'cancelled', patterns: ['c.*'], maxRetries: 0 }, async (d) => void got.push(d.eventId));
+    const conn = await connect(url);
+    try {
+      const ch = await conn.createChannel();
+      await ch.deleteQueue(`${exchange}.cancelled`);
+      const m = { eventId: randomUUID(), routingKey: 'c.x', body: '{}' };
+      // Published until the re-declared queue is bound again and takes it.
+      await eventually(async () => {
+        await transport.publish([{ ...m, eventId: randomUUID() }]);
+        expect(got.length).toBeGreaterThan(0);
+      }, { timeoutMs: 10_000, intervalMs: 200 });
+    } finally {
+      await conn.close();
+      await sub.close({ graceMs: 0 });
+      await transport.close({ graceMs: 0 });
+    }
+  });
+});

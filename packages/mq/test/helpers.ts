@@ -1,0 +1,44 @@
+import { migrationTemplate, type Sql } from '@craig/db';
+import { testDatabase } from '@craig/testkit';
+import { BUS_MIGRATIONS, MQ_MIGRATIONS } from '../src/migrations.ts';
+
+/** A fresh service database with the mq set applied. */
+export const serviceDatabase = (max = 3) => testDatabase({ template: migrationTemplate([MQ_MIGRATIONS]), prefix: 'craig_mq', max });
+
+/** A fresh bus database. */
+export const busDatabase = (max = 2) => testDatabase({ template: migrationTemplate([BUS_MIGRATIONS]), prefix: 'craig_bus', max });
+
+export interface SeedOutbox {
+  readonly n: number;
+  /** created_at = now() - ageDays (plus a second per row, so rows are ordered). */
+  readonly ageDays: number;
+  readonly published?: boolean;
+  readonly parked?: boolean;
+  readonly eventType?: string;
+}
+
+/** Insert `n` outbox rows with explicit past timestamps. */
+export async function seedOutbox(sql: Sql, opts: SeedOutbox): Promise<void> {
+  await sql`
+    insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at, parked_at, parked_reason)
+    select gen_random_uuid(), 'case', g::text, ${opts.eventType ?? 'case.opened'}, jsonb_build_object('n', g),
+           now() - ${opts.ageDays}::float8 * interval '1 day' + make_interval(secs => g),
+           case when ${opts.published ?? false} then now() - ${opts.ageDays}::float8 * interval '1 day' + make_interval(secs => g + 1) end,
+           case when ${opts.parked ?? false} then now() end,
+           case when ${opts.parked ?? false} then 'max_attempts' end
+    from generate_series(1, ${opts.n}) g`;
+}
+
+/** Insert `n` inbox records received `ageDays` ago. */
+export async function seedInbox(sql: Sql, n: number, ageDays: number, consumer = 'c'): Promise<void> {
+  await sql`
+    insert into event_inbox (consumer, event_id, event_type, received_at)
+    select ${consumer}, gen_random_uuid(), 'case.opened', now() - ${ageDays}::float8 * interval '1 day' + make_interval(secs => g)
+    from generate_series(1, ${n}) g`;
+}
+
+export async function counts(sql: Sql): Promise<{ outbox: number; inbox: number }> {
+  const [row] = await sql<{ outbox: number; inbox: number }[]>`
+    select (select count(*) from event_outbox)::int as outbox, (select count(*) from event_inbox)::int as inbox`;
+  return row!;
+}

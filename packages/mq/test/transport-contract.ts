@@ -1,0 +1,225 @@
+// The transport contract: one suite, run against RabbitMQ and the PostgreSQL bus
+// (src/rabbitmq-transport.integration.test.ts, src/postgres-bus-transport.integration.test.ts).
+import { randomUUID } from 'node:crypto';
+import { eventually } from '@craig/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MessageTooLargeError } from '../src/errors.ts';
+import type { DeadLetter, Delivery, OutgoingMessage, Transport } from '../src/transport.ts';
+
+export interface ContractHarness {
+  /** A new transport, as another process would open it. Closed by the suite. */
+  open(): Promise<Transport>;
+  /** A consumer name unique to this run (queues are durable). */
+  consumer(label: string): string;
+  teardown(): Promise<void>;
+}
+
+const noDelay = () => 0;
+
+function message(routingKey: string, body: Record<string, unknown> = {}): OutgoingMessage {
+  const eventId = randomUUID();
+  return { eventId, routingKey, body: JSON.stringify({ eventId, routingKey, ...body }) };
+}
+
+/** A handler that records deliveries; `hold` makes it never finish (a consumer that hangs, then dies). */
+function recorder<T>(options: { hold?: boolean; fail?: (item: T) => boolean } = {}) {
+  const items: T[] = [];
+  return {
+    items,
+    handler: async (item: T) => {
+      items.push(item);
+      if (options.hold) await new Promise(() => {});
+      if (options.fail?.(item)) throw new Error(`boom ${items.length}`);
+    },
+    async waitFor(n: number, timeoutMs = 10_000): Promise<T[]> {
+      await eventually(() => expect(items.length).toBeGreaterThanOrEqual(n), { timeoutMs });
+      return items;
+    },
+  };
+}
+
+export function transportContract(name: string, setup: () => Promise<ContractHarness>): void {
+  describe(`transport contract: ${name}`, () => {
+    let harness: ContractHarness;
+    let transport: Transport;
+    const opened: Transport[] = [];
+    const open = async () => {
+      const t = await harness.open();
+      opened.push(t);
+      return t;
+    };
+
+    beforeAll(async () => {
+      harness = await setup();
+      transport = await open();
+    });
+    afterAll(async () => {
+      await Promise.all(opened.map((t) => t.close({ graceMs: 0 })));
+      await harness.teardown();
+    });
+
+    it('publishes and consumes, in order, with the body, id and routing key intact', async () => {
+      const consumer = harness.consumer('basic');
+      const got = recorder<Delivery>();
+      const sub = await transport.subscribe({ consumer, patterns: ['case.*'], maxRetries: 0, prefetch: 1 }, got.handler);
+      // Enough messages that ids cross a digit boundary: order must be numeric, not textual.
+      const sent = [message('case.opened', { n: 1 }), { ...message('case.closed', { n: 2 }), headers: { tenant: 't-1', 'trace.id': 'abc' } }, ...Array.from({ length: 10 }, (_, i) => message('case.opened', { n: i + 3 }))];
+      expect(await transport.publish(sent)).toEqual(sent.map(() => ({ ok: true })));
+      const items = await got.waitFor(sent.length);
+      expect(items.map((d) => [d.eventId, d.routingKey, d.body, d.attempt, d.consumer])).toEqual(sent.map((m) => [m.eventId, m.routingKey, m.body, 1, consumer]));
+      expect(items.slice(0, 3).map((d) => d.headers)).toEqual([{}, { tenant: 't-1', 'trace.id': 'abc' }, {}]);
+      await sub.close();
+    });
+
+    it('fans out to every consumer whose patterns match, and to no other', async () => {
+      const [a, b, c] = [harness.consumer('fan-a'), harness.consumer('fan-b'), harness.consumer('fan-c')];
+      const ga = recorder<Delivery>();
+      const gb = recorder<Delivery>();
+      const gc = recorder<Delivery>();
+      const subs = [
+        await transport.subscribe({ consumer: a, patterns: ['case.*'], maxRetries: 0, prefetch: 1 }, ga.handler),
+        await transport.subscribe({ consumer: b, patterns: ['#'], maxRetries: 0, prefetch: 1 }, gb.handler),
+        await transport.subscribe({ consumer: c, patterns: ['placement.*', 'fan.end'], maxRetries: 0, prefetch: 1 }, gc.handler),
+      ];
+      const m = message('case.opened');
+      const end = message('fan.end');
+      expect(await transport.publish([m, end])).toEqual([{ ok: true }, { ok: true }]);
+      await Promise.all([ga.waitFor(1), gb.waitFor(2), gc.waitFor(1)]);
+      expect(ga.items.map((d) => d.eventId)).toEqual([m.eventId]);
+      expect(gb.items.map((d) => d.eventId)).toEqual([m.eventId, end.eventId]);
+      // c saw the end marker, so it would have seen case.opened (published before it) if routed.
+      expect(gc.items.map((d) => d.eventId)).toEqual([end.eventId]);
+      await Promise.all(subs.map((s) => s.close()));
+    });
+
+    it('routes by topic pattern: * is one word, # is zero or more', async () => {
+      const star = harness.consumer('topic-star');
+      const hash = harness.consumer('topic-hash');
+      const mid = harness.consumer('topic-mid');
+      const gs = recorder<Delivery>();
+      const gh = recorder<Delivery>();
+      const gm = recorder<Delivery>();
+      const subs = [
+        await transport.subscribe({ consumer: star, patterns: ['case.*', 'end'], maxRetries: 0, prefetch: 1 }, gs.handler),
+        await transport.subscribe({ consumer: hash, patterns: ['#'], maxRetries: 0, prefetch: 1 }, gh.handler),
+        await transport.subscribe({ consumer: mid, patterns: ['rule.#.failed', 'end'], maxRetries: 0, prefetch: 1 }, gm.handler),
+      ];
+      const keys = ['case.opened', 'case.opened.late', 'cases.opened', 'case', 'rule.failed', 'rule.x.y.failed', 'rule.x', 'rule.failed.x', 'end'];
+      const sent = keys.map((k) => message(k));
+      expect((await transport.publish(sent)).every((o) => o.ok)).toBe(true);
+      await Promise.all([gs.waitFor(2), gh.waitFor(keys.length), gm.waitFor(3)]);
+      expect(gs.items.map((d) => d.routingKey)).toEqual(['case.opened', 'end']);
+      expect(gh.items.map((d) => d.routingKey)).toEqual(keys);
+      expect(gm.items.map((d) => d.routingKey)).toEqual(['rule.failed', 'rule.x.y.failed', 'end']);
+      await Promise.all(subs.map((s) => s.close()));
+    });
+
+    it('redelivers what a consumer held unacknowledged when it died', async () => {
+      const consumer = harness.consumer('redeliver');
+      const dying = await open();
+      const held = recorder<Delivery>({ hold: true });
+      await dying.subscribe({ consumer, patterns: ['redeliver.*'], maxRetries: 0, prefetch: 1 }, held.handler);
+      const m = message('redeliver.me');
+      expect(await transport.publish([m])).toEqual([{ ok: true }]);
+      await held.waitFor(1);
+      // The process dies: its handler never finished, nothing was acknowledged.
+      await dying.close({ graceMs: 0 });
+      const next = recorder<Delivery>();
+      const sub = await transport.subscribe({ consumer, patterns: ['redeliver.*'], maxRetries: 0, prefetch: 1 }, next.handler);
+      const [again] = await next.waitFor(1);
+      expect(again?.eventId).toBe(m.eventId);
+      expect(again?.body).toBe(m.body);
+      await sub.close();
+    });
+
+    it('acknowledges what was in flight when a subscription closes gracefully', async () => {
+      const consumer = harness.consumer('graceful');
+      const first = await open();
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const seen: string[] = [];
+      const sub = await first.subscribe({ consumer, patterns: ['graceful.*'], maxRetries: 0, prefetch: 1 }, async (d) => {
+        seen.push(d.eventId);
+        await gate;
+      });
+      const [m, end] = [message('graceful.one'), message('graceful.end')];
+      await transport.publish([m]);
+      await eventually(() => expect(seen).toEqual([m.eventId]));
+      const closing = sub.close({ graceMs: 10_000 });
+      release();
+      await closing;
+      await first.close();
+      const after = recorder<Delivery>();
+      const again = await transport.subscribe({ consumer, patterns: ['graceful.*'], maxRetries: 0, prefetch: 1 }, after.handler);
+      await transport.publish([end]);
+      await after.waitFor(1);
+      expect(after.items.map((d) => d.eventId)).toEqual([end.eventId]);
+      await again.close();
+    });
+
+    it('retries a failing handler with increasing attempts, then dead-letters it with its error', async () => {
+      const consumer = harness.consumer('dlq');
+      const got = recorder<Delivery>({ fail: () => true });
+      const sub = await transport.subscribe({ consumer, patterns: ['dlq.*'], maxRetries: 2, prefetch: 1, retryDelayMs: noDelay }, got.handler);
+      const m = message('dlq.poison', { poison: true });
+      const before = await transport.deadLetterCount();
+      expect(await transport.publish([m])).toEqual([{ ok: true }]);
+      await got.waitFor(3);
+      await eventually(async () => expect(await transport.deadLetterCount()).toBe(before + 1));
+      expect(got.items.map((d) => [d.eventId, d.attempt])).toEqual([
+        [m.eventId, 1],
+        [m.eventId, 2],
+        [m.eventId, 3],
+      ]);
+      await sub.close();
+
+      // Consuming the dead-letter queue: a failing dead-letter handler sees it again (dead
+      // letters are never dropped); an accepting one removes it.
+      const firstSeen = new Set<string>();
+      const dead = recorder<DeadLetter>({ fail: (d) => (firstSeen.has(d.eventId) ? false : (firstSeen.add(d.eventId), true)) });
+      const dlq = await transport.subscribeDeadLetters({ prefetch: 1, retryDelayMs: noDelay }, dead.handler);
+      await eventually(() => expect(dead.items.filter((d) => d.eventId === m.eventId).length).toBe(2));
+      const letter = dead.items.find((d) => d.eventId === m.eventId)!;
+      expect(letter).toMatchObject({ consumer, routingKey: 'dlq.poison', body: m.body, attempts: 3 });
+      expect(letter.error).toContain('boom 3');
+      expect(Number.isNaN(Date.parse(letter.deadLetteredAt))).toBe(false);
+      await eventually(async () => expect(await transport.deadLetterCount()).toBe(0));
+      await dlq.close();
+    });
+
+    it('refuses an oversize message without sending it, and sends the rest of the batch', async () => {
+      const consumer = harness.consumer('oversize');
+      const got = recorder<Delivery>();
+      const sub = await transport.subscribe({ consumer, patterns: ['size.*'], maxRetries: 0, prefetch: 1 }, got.handler);
+      const big: OutgoingMessage = { ...message('size.big'), body: 'x'.repeat(transport.maxMessageBytes + 1) };
+      const small = message('size.small');
+      const [bigOutcome, smallOutcome] = await transport.publish([big, small]);
+      expect(bigOutcome).toMatchObject({ ok: false, kind: 'too_large' });
+      expect(bigOutcome!.ok === false && bigOutcome!.error).toBeInstanceOf(MessageTooLargeError);
+      expect(smallOutcome).toEqual({ ok: true });
+      await got.waitFor(1);
+      expect(got.items.map((d) => d.eventId)).toEqual([small.eventId]);
+      await sub.close();
+    });
+
+    it('keeps messages for a durable consumer that is not running, and delivers them when it returns', async () => {
+      const consumer = harness.consumer('durable');
+      const first = recorder<Delivery>();
+      const sub = await transport.subscribe({ consumer, patterns: ['durable.*'], maxRetries: 0, prefetch: 1 }, first.handler);
+      await sub.close();
+      const sent = [message('durable.a'), message('durable.b')];
+      await transport.publish(sent);
+      const later = recorder<Delivery>();
+      const back = await transport.subscribe({ consumer, patterns: ['durable.*'], maxRetries: 0, prefetch: 1 }, later.handler);
+      await later.waitFor(2);
+      expect(later.items.map((d) => d.eventId)).toEqual(sent.map((m) => m.eventId));
+      expect(first.items).toEqual([]);
+      await back.close();
+    });
+
+    it('refuses bad consumer names and patterns with a clear error', async () => {
+      await expect(transport.subscribe({ consumer: 'Bad Name', patterns: ['#'], maxRetries: 0 }, async () => {})).rejects.toThrow(/consumer/);
+      await expect(transport.subscribe({ consumer: harness.consumer('bad'), patterns: ['case.**'], maxRetries: 0 }, async () => {})).rejects.toThrow(/pattern/);
+    });
+  });
+}

@@ -1,0 +1,34 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runXtask } from '../run.ts';
+import { capture } from '../test-io.ts';
+
+describe('pnpm xtask bench cleanup (small)', () => {
+  let root: string;
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'craig-bench-'));
+  });
+  afterAll(() => rm(root, { recursive: true, force: true }));
+
+  it('prunes, measures the baseline on a copy and writes the result in the issue shape', async () => {
+    const out = capture();
+    const err = capture();
+    expect(await runXtask(['bench', 'cleanup', '--rows', '2000', '--idle-ms', '100', '--active-ms', '100'], { root, stdout: out, stderr: err })).toBe(0);
+    const result = JSON.parse(await readFile(join(root, 'bench/results/cleanup.json'), 'utf8'));
+    expect(Object.keys(result)).toEqual(expect.arrayContaining(['suite', 'rows', 'ours', 'ceiling', 'ratio', 'writer']));
+    expect(result).toMatchObject({ suite: 'cleanup', rows: 2000, unseen: 1000, ours: { deleted: 1000 }, ceiling: { deleted: 1000 } });
+    expect(result.ours.counts).toMatchObject({ deleted: 1000, kept: 1000, moved: 0, alreadyAbsent: 0, retained: 0 });
+    expect(result.ratio).toBeGreaterThan(0);
+    expect(result.writer.ours.attempts).toBeGreaterThan(0);
+    expect(result.writer.ours).toHaveProperty('nowaitRate');
+    expect(result.writer.idle.attempts).toBeGreaterThan(0);
+    expect(Object.keys(result.ours.profile.phases)).toEqual(['lock', 'discover', 'fence', 'delete', 'record', 'roundTrip']);
+    expect(out.text()).toContain('stepped prune');
+  });
+
+  it('refuses nonsense options with usage', async () => {
+    expect(await runXtask(['bench', 'cleanup', '--rows', '12'], { root, stdout: capture(), stderr: capture() })).toBe(2);
+  });
+});

@@ -1,0 +1,224 @@
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createClient, migrationTemplate } from '@craig/db';
+import { BUS_MIGRATIONS, createPostgresBusTransport, createRabbitMqTransport, encodeEnvelope, OutboxWorker, type Transport } from '@craig/mq';
+import { rabbitmq, testDatabase, type TestDatabase } from '@craig/testkit';
+import { connect, type ConfirmChannel } from 'amqplib';
+import { Registry } from 'prom-client';
+import { writeLine } from '../command.ts';
+import { outboxCopy } from './fixtures.ts';
+import { printTable, rate, ratio, writeResult } from './measure.ts';
+import type { BenchSuite } from './suite.ts';
+
+interface Message {
+  eventId: string;
+  routingKey: string;
+  body: string;
+}
+
+/** The exact messages our drain publishes, encoded once, for the bare baselines. */
+async function messagesOf(db: TestDatabase): Promise<Message[]> {
+  const rows = await db.sql<{ event_id: string; aggregate_type: string; aggregate_id: string; event_type: string; payload: string; headers: string; created_at: Date }[]>`
+    select event_id::text, aggregate_type, aggregate_id, event_type, payload::text as payload, headers::text as headers, created_at from event_outbox order by id`;
+  return rows.map((r) => ({
+    eventId: r.event_id,
+    routingKey: r.event_type,
+    body: encodeEnvelope({ eventId: r.event_id, eventType: r.event_type, aggregateType: r.aggregate_type, aggregateId: r.aggregate_id, source: 'bench', occurredAt: r.created_at.toISOString(), headersJson: r.headers, payloadJson: r.payload }),
+  }));
+}
+
+/** Our drain: OutboxWorker.drainOnce until nothing is pending. */
+async function drainAll(db: TestDatabase, transport: Transport, batchSize: number, lanes: number): Promise<{ ms: number; published: number }> {
+  const sql = createClient(db.url, { service: 'bench-drain', max: lanes + 1 });
+  const worker = new OutboxWorker({ service: 'bench', sql, databaseUrl: db.url, transport, retention: { outboxDays: 30, inboxDays: 31 }, maxAttempts: 10, registry: new Registry(), batchSize, drainLanes: lanes });
+  const started = performance.now();
+  try {
+    const r = await worker.drain();
+    if (r.unavailable > 0 || r.failed > 0 || r.parked > 0) throw new Error(`drain did not go cleanly: ${JSON.stringify(r)}`);
+    return { ms: performance.now() - started, published: r.published };
+  } finally {
+    await sql.end();
+  }
+}
+
+/** The RabbitMQ ceiling: a bare confirm channel, everything published (respecting backpressure), then one waitForConfirms. */
+async function bareConfirmLoop(channel: ConfirmChannel, exchange: string, messages: readonly Message[], window: number): Promise<number> {
+  const started = performance.now();
+  let inWindow = 0;
+  for (const m of messages) {
+    const more = channel.publish(exchange, m.routingKey, Buffer.from(m.body), { persistent: true, messageId: m.eventId, contentType: 'application/json' });
+    if (!more) await once(channel, 'drain');
+    if (++inWindow === window) {
+      await channel.waitForConfirms();
+      inWindow = 0;
+    }
+  }
+  await channel.waitForConfirms();
+  return performance.now() - started;
+}
+
+const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+interface Round {
+  readonly oursEventsPerSec: number;
+  readonly ceilingEventsPerSec: number;
+  readonly ratio: number;
+}
+
+/** Both measurements of a round; even rounds run the baseline first, odd rounds ours first. */
+async function alternate(round: number, ceiling: () => Promise<number>, ours: () => Promise<number>): Promise<{ ceilingMs: number; oursMs: number }> {
+  if (round % 2 === 0) {
+    const ceilingMs = await ceiling();
+    return { ceilingMs, oursMs: await ours() };
+  }
+  const oursMs = await ours();
+  return { oursMs, ceilingMs: await ceiling() };
+}
+
+/** Median figures over rounds; each round measures both, alternating which goes first. */
+function summarize(rounds: readonly Round[]) {
+  return {
+    ours: median(rounds.map((r) => r.oursEventsPerSec)),
+    ceiling: median(rounds.map((r) => r.ceilingEventsPerSec)),
+    ratio: median(rounds.map((r) => r.ratio)),
+  };
+}
+
+async function rabbit(events: number, batchSize: number, lanes: number, rounds: number, log: (l: string) => void) {
+  const url = await rabbitmq();
+  const exchange = `craig.bench.${randomBytes(4).toString('hex')}`;
+  const sink = `${exchange}.sink`;
+  const conn = await connect(url);
+  const admin = await conn.createChannel();
+  await admin.assertExchange(exchange, 'topic', { durable: true });
+  await admin.assertQueue(sink, { durable: true });
+  await admin.bindQueue(sink, exchange, '#');
+  const transport = await createRabbitMqTransport({ url, exchange, service: 'bench' });
+  try {
+    const results: Round[] = [];
+    for (let round = 0; round < rounds; round++) {
+      const db = await outboxCopy(events, { pending: 'all' });
+      try {
+        const messages = await messagesOf(db);
+        const bare = async () => {
+          const confirm = await conn.createConfirmChannel();
+          const ms = await bareConfirmLoop(confirm, exchange, messages, Number.POSITIVE_INFINITY);
+          await confirm.close();
+          await admin.purgeQueue(sink);
+          return ms;
+        };
+        const drain = async () => {
+          const r = await drainAll(db, transport, batchSize, lanes);
+          const [{ n } = { n: 0 }] = await db.sql<{ n: number }[]>`select count(*)::int as n from event_outbox where published_at is null`;
+          if (n !== 0 || r.published !== events) throw new Error(`drain left ${n} pending / published ${r.published}`);
+          const routed = (await admin.checkQueue(sink)).messageCount;
+          if (routed !== events) throw new Error(`the sink queue holds ${routed} messages, expected ${events}`);
+          await admin.purgeQueue(sink);
+          return r.ms;
+        };
+        const { ceilingMs, oursMs } = await alternate(round, bare, drain);
+        const r = { oursEventsPerSec: rate(events, oursMs), ceilingEventsPerSec: rate(events, ceilingMs), ratio: ratio(rate(events, oursMs), rate(events, ceilingMs)) };
+        log(`rabbitmq round ${round + 1}/${rounds}: ours ${r.oursEventsPerSec}/s, bare confirm loop ${r.ceilingEventsPerSec}/s, ratio ${r.ratio}`);
+        results.push(r);
+      } finally {
+        await db.drop();
+      }
+    }
+    const m = summarize(results);
+    return {
+      ours: { eventsPerSec: m.ours, batchSize, lanes },
+      ceiling: { eventsPerSec: m.ceiling, method: 'bare amqplib confirm channel: publish all (respecting backpressure), one waitForConfirms' },
+      ratio: m.ratio,
+      rounds: results,
+    };
+  } finally {
+    await transport.close();
+    await admin.deleteQueue(sink).catch(() => {});
+    await admin.deleteQueue(`${exchange}.dead-letter`).catch(() => {});
+    await admin.deleteExchange(`${exchange}.dlx`).catch(() => {});
+    await admin.deleteExchange(exchange).catch(() => {});
+    await conn.close();
+  }
+}
+
+async function postgresBus(events: number, batchSize: number, lanes: number, rounds: number, log: (l: string) => void) {
+  const bus = await testDatabase({ template: migrationTemplate([BUS_MIGRATIONS]), prefix: 'craig_bench', max: 1 });
+  // One consumer bound to '#': every message becomes one delivery row (no consumer running).
+  await bus.sql`insert into bus_subscriptions (consumer, patterns, pattern_regex) values ('sink', '{#}', '^((\\.[^.]+)*)$')`;
+  const transport = await createPostgresBusTransport({ url: bus.url, service: 'bench' });
+  try {
+    const results: Round[] = [];
+    for (let round = 0; round < rounds; round++) {
+      const db = await outboxCopy(events, { pending: 'all' });
+      try {
+        const messages = await messagesOf(db);
+        const bare = async () => {
+          const sql = createClient(bus.url, { service: 'bench-insert', max: 1 });
+          const started = performance.now();
+          for (let i = 0; i < messages.length; i += batchSize) {
+            const rows = messages.slice(i, i + batchSize).map((m) => ({ consumer: 'sink', event_id: m.eventId, routing_key: m.routingKey, body: m.body }));
+            await sql`insert into bus_deliveries ${sql(rows, 'consumer', 'event_id', 'routing_key', 'body')}`;
+          }
+          const ms = performance.now() - started;
+          await sql.end();
+          await bus.sql`truncate bus_deliveries`;
+          return ms;
+        };
+        const drain = async () => {
+          const r = await drainAll(db, transport, batchSize, lanes);
+          const [{ n } = { n: 0 }] = await bus.sql<{ n: number }[]>`select count(*)::int as n from bus_deliveries`;
+          if (n !== events) throw new Error(`bus holds ${n} deliveries, expected ${events}`);
+          await bus.sql`truncate bus_deliveries`;
+          return r.ms;
+        };
+        const { ceilingMs, oursMs } = await alternate(round, bare, drain);
+        const r = { oursEventsPerSec: rate(events, oursMs), ceilingEventsPerSec: rate(events, ceilingMs), ratio: ratio(rate(events, oursMs), rate(events, ceilingMs)) };
+        log(`postgres bus round ${round + 1}/${rounds}: ours ${r.oursEventsPerSec}/s, bare INSERT ${r.ceilingEventsPerSec}/s, ratio ${r.ratio}`);
+        results.push(r);
+      } finally {
+        await db.drop();
+      }
+    }
+    const m = summarize(results);
+    return {
+      ours: { eventsPerSec: m.ours, batchSize, lanes },
+      ceiling: { eventsPerSec: m.ceiling, method: `bare multi-row INSERT of ${batchSize} rows per statement into bus_deliveries` },
+      ratio: m.ratio,
+      rounds: results,
+    };
+  } finally {
+    await transport.close();
+    await bus.drop();
+  }
+}
+
+export const drainSuite: BenchSuite = {
+  name: 'drain',
+  summary: 'outbox drain to RabbitMQ vs a bare confirm-channel loop, and to the PostgreSQL bus vs a bare INSERT',
+  options: ['events', 'batch', 'lanes', 'transport', 'rounds'],
+  async run(ctx, options) {
+    const events = Number(options.get('events') ?? 200_000);
+    const batchSize = Number(options.get('batch') ?? 1000);
+    const lanes = Number(options.get('lanes') ?? 2);
+    const rounds = Number(options.get('rounds') ?? 3);
+    const which = options.get('transport') ?? 'both';
+    if (!['both', 'rabbitmq', 'postgres'].includes(which)) throw new Error('--transport must be rabbitmq, postgres or both');
+    for (const [name, n] of [['events', events], ['batch', batchSize], ['lanes', lanes], ['rounds', rounds]] as const) {
+      if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
+    }
+    const log = (line: string) => writeLine(ctx.stderr, `[bench drain] ${line}`);
+    const r = which !== 'postgres' ? await rabbit(events, batchSize, lanes, rounds, log) : undefined;
+    const p = which !== 'rabbitmq' ? await postgresBus(events, batchSize, lanes, rounds, log) : undefined;
+    const result = { suite: 'drain', events, rounds, ...(r ? { ours: r.ours, ceiling: r.ceiling, ratio: r.ratio, rabbitmqRounds: r.rounds } : {}), ...(p ? { postgresBus: p } : {}) };
+    printTable(
+      ctx.stdout,
+      ['run (median of rounds)', 'events/s', 'ratio'],
+      [
+        ...(r ? [['rabbitmq: our drain', r.ours.eventsPerSec, r.ratio], ['rabbitmq: bare confirm-channel loop', r.ceiling.eventsPerSec, '']] : []),
+        ...(p ? [['postgres bus: our drain', p.ours.eventsPerSec, p.ratio], ['postgres bus: bare multi-row INSERT', p.ceiling.eventsPerSec, '']] : []),
+      ],
+    );
+    if (r) writeLine(ctx.stdout, `\nratio ours/ceiling (RabbitMQ): ${r.ratio} (target >= 0.5, goal 0.8)`);
+    writeLine(ctx.stdout, `wrote ${await writeResult(ctx.root, 'drain', result)}`);
+  },
+};

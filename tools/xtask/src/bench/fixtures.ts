@@ -1,0 +1,69 @@
+import { migrate, type Sql } from '@craig/db';
+import { MQ_MIGRATIONS } from '@craig/mq';
+import { testDatabase, type TestDatabase } from '@craig/testkit';
+import postgres from 'postgres';
+
+/**
+ * A fresh copy of an `event_outbox` of `rows` rows laid out like a real one: ids and
+ * `created_at` rise together (an append-only table); the first 95 % span the year before the
+ * 30-day window and every 19th of those is still pending (so 90 % aged published, 5 % aged
+ * pending, interleaved), the last 5 % are fresh. ~312-byte payloads. Built once per size as a
+ * template (vacuumed and analyzed), then copied with CREATE DATABASE … TEMPLATE, so every run
+ * starts from an identical table.
+ */
+export function outboxCopy(rows: number, options: { pending?: 'aged' | 'all' } = {}): Promise<TestDatabase> {
+  const allPending = options.pending === 'all';
+  return testDatabase({
+    prefix: 'craig_bench',
+    max: 2,
+    template: {
+      id: `bench${allPending ? 'pend' : 'out'}v3n${rows}`,
+      async build(url) {
+        await migrate(url, [MQ_MIGRATIONS], { service: 'bench' });
+        const sql = postgres(url, { max: 1, onnotice: () => {}, connection: { statement_timeout: 0 } });
+        try {
+          const chunk = 250_000;
+          for (let start = 1; start <= rows; start += chunk) {
+            const end = Math.min(rows, start + chunk - 1);
+            await sql`
+              insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at)
+              select gen_random_uuid(), 'case', (g % 50000)::text, 'case.opened',
+                     jsonb_build_object('caseId', g, 'status', 'opened', 'note', repeat('x', 262)),
+                     t.created_at,
+                     case when ${allPending} or (g <= ${Math.floor(rows * 0.95)} and g % 19 = 1) then null else t.created_at + interval '1 second' end
+              from generate_series(${start}::int, ${end}::int) g,
+                   lateral (select case when g <= ${Math.floor(rows * 0.95)}
+                                        then now() - interval '396 days' + (interval '365 days') * (g::float8 / ${Math.floor(rows * 0.95)})
+                                        else now() - interval '10 days' + (interval '10 days') * ((g - ${Math.floor(rows * 0.95)})::float8 / ${Math.ceil(rows * 0.05)}) - interval '1 minute'
+                                   end as created_at) t`;
+          }
+          await sql`vacuum (analyze) event_outbox`;
+        } finally {
+          await sql.end();
+        }
+      },
+    },
+  });
+}
+
+/**
+ * Read the whole table once so both contenders start with the same (warm) cache, after a
+ * checkpoint: copying the template wrote the whole database to WAL, and a checkpoint forced by
+ * that in the middle of one contender's run would be charged to it alone.
+ */
+export async function warm(sql: Sql): Promise<void> {
+  await sql`checkpoint`.catch(() => undefined);
+  await sql`select count(*) from event_outbox`;
+  await sql`select count(*) from event_outbox where published_at is not null and created_at < now()`;
+}
+
+/** WAL bytes written between two calls. */
+export async function walPosition(sql: Sql): Promise<string> {
+  const [row] = await sql<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`;
+  return row!.lsn;
+}
+
+export async function walBytesSince(sql: Sql, lsn: string): Promise<number> {
+  const [row] = await sql<{ bytes: string }[]>`select pg_wal_lsn_diff(pg_current_wal_lsn(), ${lsn}::pg_lsn)::text as bytes`;
+  return Number(row!.bytes);
+}

@@ -1,0 +1,90 @@
+import { createClient } from '@craig/db';
+import { isTransportTable, previewTransportPrune, pruneTransportTables, resumePrune, TRANSPORT_TABLES, type TablePruneResult } from '@craig/mq';
+import { loadServiceSettings } from '@craig/settings';
+import pino from 'pino';
+import { parseArgs, UsageError, writeLine, type Command } from '../command.ts';
+import { knownServiceNames, serviceEntry } from '../services.ts';
+
+export const pruneCommand: Command = {
+  name: 'prune',
+  summary: "run, preview (--dry-run) or resume (--resume <table>) a service's transport prune",
+  usage: `pnpm xtask prune <service> [--dry-run] [--resume <table>]
+
+Reads the service's settings (CRAIG_<SERVICE>__DATABASE_URL and the retention windows
+EVENT_OUTBOX_RETENTION_DAYS / EVENT_INBOX_RETENTION_DAYS) like the service does.
+
+  (no option)       run one transport prune cycle now, under the same advisory lock as the
+                    service's workers (if one of them is pruning, this cycle is skipped)
+  --dry-run         report what a cycle would delete per table, and whether it would hit the
+                    per-cycle cap and latch; deletes nothing
+  --resume <table>  clear the cap latch of event_outbox or event_inbox so the next cycle
+                    deletes again. A latched sweep resumes only this way: read
+                    docs/runbooks/prune-cap-latched.md first.`,
+  async run(ctx) {
+    const { positionals, flags, options } = parseArgs(ctx.argv, { flags: ['dry-run'], options: ['resume'] });
+    const [name, ...extra] = positionals;
+    if (!name || extra.length > 0) throw new UsageError('expected exactly one service name');
+    const resume = options.get('resume');
+    if (resume !== undefined && flags.has('dry-run')) throw new UsageError('--resume and --dry-run do not go together');
+    if (resume !== undefined && !isTransportTable(resume)) throw new UsageError(`--resume takes ${TRANSPORT_TABLES.join(' or ')}, not "${resume}"`);
+    const entry = serviceEntry(name);
+    if (!entry) throw new UsageError(`unknown service "${name}" (known: ${knownServiceNames().join(', ')})`);
+    const settings = loadServiceSettings(entry.profile, ctx.env);
+    const { retention } = settings;
+    const service = `${name}:xtask`;
+
+    if (resume !== undefined || flags.has('dry-run')) {
+      const sql = createClient(settings.databaseUrl, { service, max: 1 });
+      try {
+        if (resume !== undefined) {
+          const cleared = await resumePrune(sql, resume);
+          writeLine(
+            ctx.stdout,
+            cleared
+              ? `${name}: resumed ${resume} (latched since ${cleared.latchedAt.toISOString()} after deleting ${cleared.deleted} rows in one cycle, cap ${cleared.cap}); the next cycle deletes again`
+              : `${name}: ${resume} was not latched; nothing to resume`,
+          );
+          return 0;
+        }
+        writeLine(ctx.stdout, `${name}: dry run (outbox window ${retention.outboxDays} d, inbox window ${retention.inboxDays} d; nothing deleted)`);
+        for (const t of await previewTransportPrune(sql, retention)) {
+          const state = t.disabled
+            ? 'disabled (window 0)'
+            : t.latch
+              ? `latched since ${t.latch.latchedAt.toISOString()}: would delete nothing (${t.eligible} eligible); resume with --resume ${t.table}`
+              : `would delete ${t.wouldDelete} rows${t.wouldLatch ? ' and then hit the cap and latch (more are eligible)' : ''}`;
+          writeLine(ctx.stdout, `  ${t.table.padEnd(12)}  ${state}`);
+        }
+        return 0;
+      } finally {
+        await sql.end({ timeout: 5 });
+      }
+    }
+
+    const result = await pruneTransportTables({ databaseUrl: settings.databaseUrl, service, retention, logger: pino({ level: 'silent' }), signal: ctx.signal });
+    if (result.skipped) {
+      writeLine(ctx.stdout, `${name}: skipped: another pruner holds the transport prune lock on this database`);
+      return 0;
+    }
+    writeLine(ctx.stdout, `${name}: prune cycle in ${result.ms} ms (outbox window ${retention.outboxDays} d, inbox window ${retention.inboxDays} d)`);
+    for (const t of result.tables) writeLine(ctx.stdout, `  ${t.table.padEnd(12)}  ${describe(name, t)}`);
+    return 0;
+  },
+};
+
+function describe(service: string, t: TablePruneResult): string {
+  switch (t.status) {
+    case 'pruned':
+      return `pruned ${t.deleted} rows in ${t.batches} batches`;
+    case 'disabled':
+      return 'disabled (window 0)';
+    case 'latched':
+      return `LATCHED since ${t.latch?.latchedAt.toISOString()} (deleted ${t.latch?.deleted} rows when it hit the cap); nothing deleted; after checking (docs/runbooks/prune-cap-latched.md): pnpm xtask prune ${service} --resume ${t.table}`;
+    case 'capped':
+      return `hit the cap after ${t.deleted} rows and LATCHED; see docs/runbooks/prune-cap-latched.md`;
+    case 'aborted':
+      return `aborted after ${t.deleted} rows`;
+    case 'not_reached':
+      return 'not reached (aborted)';
+  }
+}
