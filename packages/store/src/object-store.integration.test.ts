@@ -163,7 +163,7 @@ describe('storeBlobCreate (digest-verified create)', () => {
     const key = 'bc/garage/overwritten';
     // Hold the read-back long enough for a foreign writer to replace the object first.
     await plain.inject({ method: 'GET', key, status: 404, code: 'NoSuchKey' }); // precheck: absent
-    await plain.inject({ method: 'GET', key, delayMs: 1500 });
+    await plain.inject({ method: 'GET', key, delayMs: 3000 });
     const pending = rejection(store.storeBlobCreate(key, ours));
     await eventually(async () => expect(await requestsFor(plain, key)).toContain('PUT 200'));
     await rawPut(plain, key, theirs);
