@@ -129,6 +129,22 @@ describe('archive round trip', () => {
   });
 });
 
+describe('text keys', () => {
+  it('archives and deletes exactly the rows whose keys hold quotes, backslashes, commas and braces', async () => {
+    await db.sql`create table if not exists text_keyed (code text primary key, at timestamptz not null)`;
+    const codes = ['plain', 'with "quotes"', 'back\\slash', 'comma,separated', '{braced}', ' spaced ', 'ünï', 'NULL'];
+    for (const code of codes) await db.sql`insert into text_keyed (code, at) values (${code}, now() - interval '40 days')`;
+    await db.sql`insert into text_keyed (code, at) values ('young', now())`;
+    const spec = defineArchiveSpec({ table: 'text_keyed', keyColumn: 'code', timestampColumn: 'at', fixpoint: fixpoints.insertOnly(), batchSize: 3 });
+    const report = await engine({ specs: [spec] }).runCycle();
+    expect(report.tables[0]).toMatchObject({ rows: codes.length, outcome: 'drained' });
+    expect((await db.sql`select code from text_keyed`).map((r) => r.code)).toEqual(['young']);
+    const archived: string[] = [];
+    for (const entry of await readLedger(db.sql, { table: 'text_keyed' })) for (const row of await readArchiveObject(store, entry)) archived.push(row.code!);
+    expect(archived.sort()).toEqual([...codes].sort());
+  });
+});
+
 describe('eligibility', () => {
   it('keeps rows inside the hot window, by the database clock', async () => {
     await db.sql`

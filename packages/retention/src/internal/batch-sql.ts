@@ -7,10 +7,16 @@ export interface SelectedBatch {
   readonly count: number;
   /** NDJSON (UTF-8), newline-terminated: one JSON object per row, columns in table order, every value its PostgreSQL text (or null). */
   readonly body: Buffer;
-  /** Keys, `xmin`s and `ctid`s in key order (text), for the exact delete. */
-  readonly keys: readonly string[];
-  readonly xmins: readonly string[];
-  readonly ctids: readonly string[];
+  /** First and last key of the batch (it is in key order): the ledger's range and the keyset cursor. */
+  readonly minKey: string;
+  readonly maxKey: string;
+  /**
+   * The batch's `ctid`s, keys and `xmin`s as PostgreSQL array literals (index i of each is one
+   * row), built from the wire bytes: the exact delete binds them as text.
+   */
+  readonly ctids: string;
+  readonly keys: string;
+  readonly xmins: string;
   /** Oldest and newest row timestamp, as PostgreSQL prints them (UTC, microseconds). */
   readonly minTs: string;
   readonly maxTs: string;
@@ -54,12 +60,12 @@ export async function selectBatch(sql: Sql, plan: TablePlan, hotWindowDays: numb
     where ${eligibleSql(sql, spec, hotWindowDays)} ${after === undefined ? sql`` : sql`and ${key} > ${after}`}
     order by ${key}
     limit ${limit}`.raw();
-  // Raw: each value is the wire bytes (UTF-8), so the lines go into the body without being
-  // decoded to JS strings and encoded back.
-  const keys = new Array<string>(rows.length);
-  const xmins = new Array<string>(rows.length);
-  const ctids = new Array<string>(rows.length);
+  // Raw: each value is the wire bytes (UTF-8), so the lines go into the body and the ids into
+  // the delete's array literals without being decoded to JS strings and encoded back.
   const parts = new Array<Buffer>(rows.length * 2);
+  const ctids = arrayLiteral(rows.length);
+  const keys = arrayLiteral(rows.length);
+  const xmins = arrayLiteral(rows.length);
   let length = 0;
   let minTs = '';
   let maxTs = '';
@@ -67,9 +73,9 @@ export async function selectBatch(sql: Sql, plan: TablePlan, hotWindowDays: numb
   let maxOrder = '';
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i] as unknown as [Buffer, Buffer, Buffer, Buffer, Buffer];
-    keys[i] = row[0].toString('utf8');
-    xmins[i] = row[1].toString('latin1');
-    ctids[i] = row[4].toString('latin1');
+    keys.add(row[0]);
+    xmins.add(row[1]);
+    ctids.add(row[4]);
     parts[2 * i] = row[2];
     parts[2 * i + 1] = NEWLINE;
     length += row[2].length + 1;
@@ -78,7 +84,45 @@ export async function selectBatch(sql: Sql, plan: TablePlan, hotWindowDays: numb
     if (i === 0 || order < minOrder) [minTs, minOrder] = [ts, order];
     if (i === 0 || order > maxOrder) [maxTs, maxOrder] = [ts, order];
   }
-  return { count: rows.length, body: Buffer.concat(parts, length), keys, xmins, ctids, minTs, maxTs };
+  const first = rows[0];
+  const last = rows[rows.length - 1];
+  return {
+    count: rows.length,
+    body: Buffer.concat(parts, length),
+    minKey: first?.[0]!.toString('utf8') ?? '',
+    maxKey: last?.[0]!.toString('utf8') ?? '',
+    ctids: ctids.done(),
+    keys: keys.done(),
+    xmins: xmins.done(),
+    minTs,
+    maxTs,
+  };
+}
+
+const NEWLINE = Buffer.from('\n');
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN = Buffer.from('{"');
+const SEPARATOR = Buffer.from('","');
+const CLOSE = Buffer.from('"}');
+
+/** A PostgreSQL array literal of quoted elements, assembled from wire bytes. */
+function arrayLiteral(size: number): { add(value: Buffer): void; done(): string } {
+  const parts: Buffer[] = new Array<Buffer>(size * 2 + 1);
+  let n = 0;
+  return {
+    add(value) {
+      parts[n] = n === 0 ? OPEN : SEPARATOR;
+      n++;
+      // Inside double quotes only '"' and '\' need a backslash (text keys may hold them).
+      parts[n++] = value.includes(QUOTE) || value.includes(BACKSLASH) ? Buffer.from(value.toString('utf8').replace(/["\\]/g, '\\$&'), 'utf8') : value;
+    },
+    done() {
+      if (n === 0) return '{}';
+      parts[n++] = CLOSE;
+      return Buffer.concat(parts.slice(0, n)).toString('utf8');
+    },
+  };
 }
 
 /**
@@ -94,7 +138,6 @@ export function timestampOrder(text: string): string {
   return `2${text.slice(0, dash).padStart(6, '0')}${text.slice(dash)}`;
 }
 
-const NEWLINE = Buffer.from('\n');
 
 export interface LedgerEntry {
   readonly archiveId: string;
@@ -119,29 +162,24 @@ export async function insertLedger(tx: TransactionSql, entry: LedgerEntry): Prom
 /**
  * Delete exactly the archived row versions, and only while the whole eligibility predicate
  * (fixpoint, hot window, guards) still holds. Rows are reached by the `ctid`s the select saw (a
- * TID scan: no index descent per row); RETURNING hands back each deleted row's key and `xmin`,
- * and only rows whose pair is exactly one the select archived count. A row updated since (new
- * version, new `xmin`, even if the executor followed the update chain), moved off its fixpoint,
- * given a dependent, or a slot reused by another row, does not count; the caller's count check
- * then rolls the whole batch back.
+ * TID scan: no index descent per row), and the database counts how many of the deleted rows
+ * carry exactly a (key, `xmin`) pair the select archived. A row updated since (new version, new
+ * `xmin`, even if the executor followed the update chain), moved off its fixpoint, given a
+ * dependent, or a slot reused by another row, does not count; the caller's count check then
+ * rolls the whole batch back.
  */
 export async function deleteArchived(tx: TransactionSql, plan: TablePlan, hotWindowDays: number, batch: SelectedBatch): Promise<{ readonly deleted: number; readonly exact: number }> {
   const { spec } = plan;
   const sql = tx as unknown as Sql;
-  const deleted = await tx`
-    delete from ${tx(spec.table)} as ${tx(ALIAS)}
-    where ${tx(`${ALIAS}.ctid`)} = any(${batch.ctids as string[]}::tid[])
-      and ${eligibleSql(sql, spec, hotWindowDays)}
-    returning ${tx(`${ALIAS}.${spec.keyColumn}`)}::text, ${tx(`${ALIAS}.xmin`)}::text`.raw();
-  const expected = new Map<string, string>();
-  for (let i = 0; i < batch.keys.length; i++) expected.set(batch.keys[i]!, batch.xmins[i]!);
-  let exact = 0;
-  for (const row of deleted as unknown as Array<[Buffer, Buffer]>) {
-    const key = row[0].toString('utf8');
-    if (expected.get(key) === row[1].toString('latin1')) {
-      exact++;
-      expected.delete(key);
-    }
-  }
-  return { deleted: deleted.length, exact };
+  const [row] = await tx<{ deleted: number; exact: number }[]>`
+    with d as (
+      delete from ${tx(spec.table)} as ${tx(ALIAS)}
+      where ${tx(`${ALIAS}.ctid`)} = any(${batch.ctids}::tid[])
+        and ${eligibleSql(sql, spec, hotWindowDays)}
+      returning ${tx(`${ALIAS}.${spec.keyColumn}`)}::text as k, ${tx(`${ALIAS}.xmin`)}::text as x
+    )
+    select count(*)::int as deleted,
+           count(*) filter (where (d.k, d.x) in (select * from unnest(${batch.keys}::text[], ${batch.xmins}::text[])))::int as exact
+    from d`;
+  return { deleted: row!.deleted, exact: row!.exact };
 }

@@ -94,7 +94,7 @@ export async function archiveTable(ctx: EngineContext, db: CycleConnections, pla
         const batch = await selectBatch(db.read, plan, hot, limit, after);
         if (batch.count === 0 || stop) break;
         selected += batch.count;
-        after = batch.keys.at(-1);
+        after = batch.maxKey;
         window.push(store(ctx, spec.table, batch, signal));
         notify('item');
         if (batch.count < limit) break;
@@ -178,8 +178,8 @@ async function commit(ctx: EngineContext, sql: Sql, plan: TablePlan, hot: number
     sha256: stored.sha256,
     bytes: stored.bytes,
     rowCount: batch.count,
-    minKey: batch.keys[0]!,
-    maxKey: batch.keys.at(-1)!,
+    minKey: batch.minKey,
+    maxKey: batch.maxKey,
     minTs: batch.minTs,
     maxTs: batch.maxTs,
   };
