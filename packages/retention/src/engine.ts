@@ -141,10 +141,12 @@ async function runCycle(ctx: EngineContext, signal: AbortSignal | undefined): Pr
           ctx.logger.info('archive cycle skipped: another archiver holds the lease');
           return report('lease_held');
         }
-        // Batch commits need not wait for their WAL flush: a commit lost in a server crash
-        // takes its ledger row, its delete and its outbox event with it, which leaves the rows
-        // hot and the (verified) object an orphan, exactly like a rolled-back batch.
-        await session.sql`select set_config('synchronous_commit', 'off', false)`;
+        // Without an outbox hook a batch commit need not wait for its WAL flush: a commit lost
+        // in a server crash takes its ledger row and its delete with it, which leaves the rows
+        // hot and the (verified) object an orphan, exactly like a rolled-back batch. With a
+        // hook it must: an outbox worker may publish the announcement before a crash erases
+        // the commit it announces.
+        if (!options.onBatchArchived) await session.sql`select set_config('synchronous_commit', 'off', false)`;
         // Plan every table before touching any: a spec that no longer fits the schema stops
         // the cycle loudly instead of archiving half the chain.
         const plans: TablePlan[] = [];
