@@ -40,6 +40,19 @@ const engine = (overrides: Partial<ArchiveEngineOptions> = {}) =>
   createArchiveEngine({ service: 'security', databaseUrl: db.url, store, specs: [audit], hotWindowDays: 30, prefix: 'archive', onBatchArchived: announce, ...overrides });
 
 describe('announcing archived batches through the outbox', () => {
+  it('commits announced batches synchronously (an event must never outlive its batch)', async () => {
+    await db.sql`insert into audit_events (occurred_at, actor) values (now() - interval '60 days', 'sync')`;
+    const seen: string[] = [];
+    await engine({
+      onBatchArchived: async (tx, batch) => {
+        seen.push(((await tx`show synchronous_commit`)[0] as { synchronous_commit: string }).synchronous_commit);
+        await announce(tx, batch);
+      },
+    }).runCycle();
+    expect(seen).toEqual(['on']);
+    await db.sql`delete from event_outbox`;
+  });
+
   it('stages one event per committed batch and none for a rolled-back one', async () => {
     await db.sql`insert into audit_events (occurred_at, actor) select now() - interval '60 days' + make_interval(secs => g), 'a' || g from generate_series(1, 5) g`;
     const rolledBack = await engine({
@@ -51,8 +64,9 @@ describe('announcing archived batches through the outbox', () => {
     expect(await db.sql`select event_type from event_outbox`).toEqual([]);
 
     await engine().runCycle();
-    const [entry] = await readLedger(db.sql);
     const events = await db.sql<{ aggregate_id: string; event_type: string; payload: { rows: number; key: string } }[]>`select aggregate_id, event_type, payload from event_outbox`;
+    const entry = (await readLedger(db.sql)).find((e) => e.archiveId === events[0]?.aggregate_id);
+    expect(entry).toMatchObject({ rowCount: 5 });
     expect(events).toEqual([{ aggregate_id: entry!.archiveId, event_type: 'archive.batch_archived', payload: expect.objectContaining({ rows: 5, key: entry!.key }) }]);
   });
 });
