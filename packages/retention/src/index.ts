@@ -1,2 +1,61 @@
-// Filled in by its issue; the package is scaffolded so the workspace and lockfile are complete.
-export {};
+/**
+ * @craig/retention: the archive-then-prune engine. Audit-class rows past the hot window and at
+ * their fixpoint are serialized losslessly, written to the object store with a digest-verified
+ * create, and only then deleted, exactly those row versions, in the same transaction that
+ * records the object in the archive ledger. Archives are never purged.
+ */
+
+/** The engine: `createArchiveEngine(options)`, then `check()` at boot and `runCycle()` on a timer. */
+export {
+  createArchiveEngine,
+  ARCHIVE_CYCLE_CAP,
+  DEFAULT_GZIP_LEVEL,
+  type ArchiveEngine,
+  type ArchiveEngineOptions,
+  type ArchivedBatch,
+  type CycleReport,
+  type TableOutcome,
+  type TableReport,
+} from './engine.ts';
+/** What to archive: a table, its key and timestamp, its fixpoint (a closed set) and its FK guards. */
+export {
+  defineArchiveSpec,
+  checkSpecOrder,
+  fixpoints,
+  DEFAULT_ARCHIVE_BATCH,
+  MAX_ARCHIVE_BATCH,
+  type ArchiveSpec,
+  type ArchiveSpecInput,
+  type DependentGuard,
+  type Fixpoint,
+  type MutableColumn,
+} from './spec.ts';
+/** The writer-side in-WHERE refusal for columns the fixpoint does not read (precondition 4). */
+export { notAtFixpoint } from './writer-refusal.ts';
+/** The `retention` migration set (the archive ledger). */
+export { RETENTION_MIGRATIONS } from './migrations.ts';
+/** Reading archives back: the ledger, one verified object, and a whole-archive verification with orphans. */
+export {
+  readLedger,
+  readArchiveObject,
+  verifyArchive,
+  type ArchivedRow,
+  type LedgerFilter,
+  type LedgerRow,
+  type ReadObjectOptions,
+  type VerifyOptions,
+  type VerifyReport,
+} from './fetch.ts';
+/** Archive object keys: `<prefix>/<service>/<table>/<yyyy>/<mm>/<archive_id>.ndjson.gz`. */
+export { archiveKey, archivePrefixOf, type ArchiveKeyParts } from './archive-key.ts';
+/** UUIDv7 archive ids. */
+export { uuidv7, isUuidv7, uuidv7Time } from './archive-id.ts';
+/** The package's errors, each with a stable `code`. */
+export {
+  RetentionError,
+  ArchiveSpecError,
+  BatchCountMismatchError,
+  PurgeRefusedError,
+  ArchiveIntegrityError,
+  type PurgeRequest,
+} from './errors.ts';

@@ -1,6 +1,7 @@
 import { isServiceName, SERVICE_PROFILES, type ServiceProfile, type ServiceSettings } from '@craig/settings';
 import type { MigrationSet } from '@craig/db';
 import { MQ_MIGRATIONS } from '@craig/mq';
+import { RETENTION_MIGRATIONS, type ArchiveSpec } from '@craig/retention';
 import { inventoryMigrationSets } from '@craig/svc-inventory';
 
 /**
@@ -15,6 +16,8 @@ export interface ServiceEntry {
    * them (the cleanup installer guard takes its allow-list from CLEANUP_ALLOWED_DATABASES).
    */
   readonly migrationSets: readonly MigrationSet[] | ((settings: ServiceSettings) => readonly MigrationSet[]);
+  /** Present when the service archives: its specs in FK deletion order (`pnpm xtask archive`, `archive-fetch`). */
+  readonly archive?: { readonly specs: readonly ArchiveSpec[] };
 }
 
 /** The entry's migration sets for these settings. */
@@ -50,5 +53,7 @@ export function knownServiceNames(): string[] {
 export function builtInMigrationSets(service: string, settings: ServiceSettings): MigrationSet[] {
   // inventory: mq, `cleanup` (guarded by CLEANUP_ALLOWED_DATABASES), then its own `inventory`.
   if (service === 'inventory') return inventoryMigrationSets({ allowedDatabases: settings.cleanup?.allowedDatabases ?? [] });
+  // The archiving services carry the archive ledger (`retention`) after mq.
+  if (service === 'security' || service === 'rules' || service === 'exchange') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
   return [MQ_MIGRATIONS];
 }

@@ -1,4 +1,6 @@
 import type { Command } from '../command.ts';
+import { archiveCommand } from './archive.ts';
+import { archiveFetchCommand } from './archive-fetch.ts';
 import { benchCommand } from './bench.ts';
 import { devstackCommand } from './devstack.ts';
 import { docsCommand } from './docs.ts';
@@ -7,4 +9,4 @@ import { pruneCommand } from './prune.ts';
 import { schemaCommand } from './schema.ts';
 
 /** Every command, in `--help` order. */
-export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, pruneCommand, docsCommand, schemaCommand, benchCommand];
+export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, pruneCommand, archiveCommand, archiveFetchCommand, docsCommand, schemaCommand, benchCommand];

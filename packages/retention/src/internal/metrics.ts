@@ -1,0 +1,25 @@
+import { Counter, type Registry } from 'prom-client';
+
+/** `discarded`: written, but not committed because an earlier batch of the table failed (an orphan). */
+export type BatchOutcome = 'archived' | 'rolled_back' | 'store_failed' | 'failed' | 'discarded';
+
+export interface ArchiveMetrics {
+  readonly rows: Counter<'table'>;
+  readonly bytes: Counter<'table'>;
+  readonly batches: Counter<'table' | 'outcome'>;
+}
+
+function counter<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[]): Counter<L> {
+  // Two engines on one registry (tests, a tool) share the counters instead of failing.
+  const existing = registry.getSingleMetric(name);
+  if (existing) return existing as Counter<L>;
+  return new Counter({ name, help, labelNames, registers: [registry] });
+}
+
+export function archiveMetrics(registry: Registry): ArchiveMetrics {
+  return {
+    rows: counter(registry, 'archive_rows_total', 'Rows archived to the object store and deleted from the hot table.', ['table']),
+    bytes: counter(registry, 'archive_bytes_total', 'Bytes of archive objects (gzip NDJSON) whose rows were deleted.', ['table']),
+    batches: counter(registry, 'archive_batches_total', 'Archive batches by outcome (archived, rolled_back, store_failed, failed, discarded).', ['table', 'outcome']),
+  };
+}

@@ -1,0 +1,227 @@
+import { promisify } from 'node:util';
+import { gzip as gzipCallback } from 'node:zlib';
+import type { Sql } from '@craig/db';
+import { ForeignObjectError, StoreError, type BlobCreateResult } from '@craig/store';
+import type { Logger } from 'pino';
+import { archiveKey } from '../archive-key.ts';
+import type { ArchiveEngineOptions, TableOutcome, TableReport } from '../engine.ts';
+import { BatchCountMismatchError, RetentionError } from '../errors.ts';
+import { deleteArchived, insertLedger, selectBatch, type LedgerEntry, type SelectedBatch } from './batch-sql.ts';
+import type { TablePlan } from './catalog.ts';
+import type { ArchiveMetrics, BatchOutcome } from './metrics.ts';
+
+const gzip = promisify(gzipCallback);
+const GZIP_CHUNK = 1 << 20;
+
+/**
+ * Batches selected but not yet committed. Bounds memory (a few batches, never the table) while
+ * the database (select, commit) and the object store (gzip, write, verify) work at once.
+ */
+export const PIPELINE_DEPTH = 3;
+
+export interface EngineContext {
+  readonly options: ArchiveEngineOptions;
+  readonly logger: Logger;
+  readonly metrics: ArchiveMetrics;
+  readonly cap: number;
+  readonly level: number;
+  readonly newId: () => string;
+}
+
+export interface TableRun {
+  readonly report: TableReport;
+  /** The store failed in a way the next table would only meet again (down, out of time). */
+  readonly storeDown: boolean;
+}
+
+type Failure = { readonly error: NonNullable<TableReport['error']>; readonly storeDown: boolean };
+
+interface InFlight {
+  readonly batch: SelectedBatch;
+  readonly archiveId: string;
+  readonly key: string;
+  readonly started: number;
+  /** gzip + digest-verified create; never rejects. */
+  readonly stored: Promise<BlobCreateResult | Failure>;
+}
+
+/** The two connections of a cycle: reads on one, the lease and every commit on the other. */
+export interface CycleConnections {
+  /** Batch selects (plain reads: row versions are pinned by `xmin`, not by a lock). */
+  readonly read: Sql;
+  /** The dedicated session holding the lease: ledger rows and deletes only happen on it. */
+  readonly write: Sql;
+}
+
+/**
+ * Archive one table as a pipeline over the keyset. A producer selects batch after batch (keys
+ * after the last selected) on the read connection and starts each one's gzip and
+ * digest-verified create at once; the consumer commits them in key order on the lease session.
+ * So the database selects batch N+2 while the store writes N+1 and the ledger+delete of N
+ * commits. The safety argument is per batch and unchanged: a batch's rows are deleted only in
+ * its own commit, only after its object is written and verified, and only at the row versions
+ * its select saw. The first failure stops the table; batches still in flight are not committed
+ * (their objects, if written, are orphans that verification lists; their rows stay hot).
+ */
+export async function archiveTable(ctx: EngineContext, db: CycleConnections, plan: TablePlan, signal: AbortSignal): Promise<TableRun> {
+  const { spec } = plan;
+  const hot = Math.max(ctx.options.hotWindowDays, spec.hotWindowDays ?? 0);
+  let rows = 0;
+  let bytes = 0;
+  let batches = 0;
+  let selected = 0;
+  const window: InFlight[] = [];
+  let stop = false;
+  let producerDone = false;
+  let selectError: unknown;
+  let spaceFreed: (() => void) | undefined;
+  let itemAdded: (() => void) | undefined;
+  const notify = (which: 'space' | 'item') => {
+    const wake = which === 'space' ? spaceFreed : itemAdded;
+    if (which === 'space') spaceFreed = undefined;
+    else itemAdded = undefined;
+    wake?.();
+  };
+
+  const producer = (async () => {
+    let after: string | undefined;
+    try {
+      while (!stop && !signal.aborted && selected < ctx.cap) {
+        if (window.length >= PIPELINE_DEPTH) {
+          await new Promise<void>((resolve) => (spaceFreed = resolve));
+          continue;
+        }
+        const limit = Math.min(spec.batchSize, ctx.cap - selected);
+        const batch = await selectBatch(db.read, plan, hot, limit, after);
+        if (batch.count === 0 || stop) break;
+        selected += batch.count;
+        after = batch.maxKey;
+        window.push(store(ctx, spec.table, batch, signal));
+        notify('item');
+        if (batch.count < limit) break;
+      }
+    } catch (error) {
+      selectError = error;
+    } finally {
+      producerDone = true;
+      notify('item');
+    }
+  })();
+
+  const done = async (outcome: TableOutcome, failure?: Failure): Promise<TableRun> => {
+    stop = true;
+    notify('space');
+    await producer;
+    // Let every write in flight settle before the session (and the lease) can go away. A
+    // batch written but not committed (an earlier one failed) leaves an orphan: say which.
+    for (const flight of window.splice(0)) {
+      const stored = await flight.stored;
+      if ('error' in stored) continue;
+      ctx.metrics.batches.inc({ table: spec.table, outcome: 'discarded' });
+      ctx.logger.warn({ table: spec.table, archiveId: flight.archiveId, key: flight.key, rows: flight.batch.count, outcome: 'discarded' }, 'archive batch');
+    }
+    return { report: { table: spec.table, rows, bytes, batches, outcome, ...(failure ? { error: failure.error } : {}) }, storeDown: failure?.storeDown ?? false };
+  };
+
+  for (;;) {
+    const flight = window[0];
+    if (!flight) {
+      if (producerDone) break;
+      await new Promise<void>((resolve) => (itemAdded = resolve));
+      continue;
+    }
+    const stored = await flight.stored;
+    if ('error' in stored) return done(signal.aborted ? 'aborted' : 'failed', stored);
+    const failure = await commit(ctx, db.write, plan, hot, flight, stored);
+    window.shift();
+    notify('space');
+    if (failure) return done(signal.aborted ? 'aborted' : 'failed', failure);
+    rows += flight.batch.count;
+    bytes += stored.bytes;
+    batches++;
+    if (signal.aborted) return done('aborted');
+  }
+  if (selectError !== undefined) return done(signal.aborted ? 'aborted' : 'failed', selectFailed(ctx, spec.table, selectError));
+  if (signal.aborted) return done('aborted');
+  if (selected >= ctx.cap) {
+    ctx.logger.warn({ table: spec.table, rows, cap: ctx.cap }, 'archive: table reached the per-cycle cap; the rest waits for the next cycle');
+    return done('capped');
+  }
+  return done('drained');
+}
+
+/** Serialize and write one batch (starts at once; the promise never rejects). */
+function store(ctx: EngineContext, table: string, batch: SelectedBatch, signal: AbortSignal): InFlight {
+  const archiveId = ctx.newId();
+  const key = archiveKey({ prefix: ctx.options.prefix, service: ctx.options.service, table, oldestRow: batch.minTs, archiveId });
+  const started = performance.now();
+  const stored = (async (): Promise<BlobCreateResult | Failure> => {
+    try {
+      // One output chunk per batch: zlib's default 16 KB chunks cost a main-thread callback each.
+      const body = await gzip(batch.body, { level: ctx.level, chunkSize: GZIP_CHUNK });
+      // Nothing is deleted unless this returns: the object is written and its digest verified.
+      return await ctx.options.store.storeBlobCreate(key, body, { signal });
+    } catch (error) {
+      const storeDown = error instanceof StoreError && !(error instanceof ForeignObjectError);
+      return failed(ctx, { table, archiveId, key, rows: batch.count, started }, 'store_failed', error, storeDown);
+    }
+  })();
+  return { batch, archiveId, key, started, stored };
+}
+
+/** The ledger row and the exact delete in one transaction; returns a failure or nothing. */
+async function commit(ctx: EngineContext, sql: Sql, plan: TablePlan, hot: number, flight: InFlight, stored: BlobCreateResult): Promise<Failure | undefined> {
+  const { batch, archiveId, key, started } = flight;
+  const table = plan.spec.table;
+  const entry: LedgerEntry = {
+    archiveId,
+    table,
+    key,
+    sha256: stored.sha256,
+    bytes: stored.bytes,
+    rowCount: batch.count,
+    minKey: batch.minKey,
+    maxKey: batch.maxKey,
+    minTs: batch.minTs,
+    maxTs: batch.maxTs,
+  };
+  const log = { table, archiveId, key, rows: batch.count, started };
+  try {
+    await ctx.options.afterStore?.({ table, archiveId, key });
+    await sql.begin(async (tx) => {
+      await insertLedger(tx, entry);
+      const { deleted, exact } = await deleteArchived(tx, plan, hot, batch);
+      if (deleted !== batch.count || exact !== batch.count) throw new BatchCountMismatchError({ table, archiveId, key, archived: batch.count, deleted: exact });
+      await ctx.options.onBatchArchived?.(tx, entry);
+    });
+  } catch (error) {
+    return failed(ctx, log, error instanceof BatchCountMismatchError ? 'rolled_back' : 'failed', error);
+  }
+  ctx.metrics.rows.inc({ table }, batch.count);
+  ctx.metrics.bytes.inc({ table }, stored.bytes);
+  ctx.metrics.batches.inc({ table, outcome: 'archived' });
+  ctx.logger.info(
+    { table, archiveId, key, rows: batch.count, outcome: 'archived', bytes: stored.bytes, sha256: stored.sha256, store: stored.outcome, ms: Math.round(performance.now() - started) },
+    'archive batch',
+  );
+  return undefined;
+}
+
+function failed(ctx: EngineContext, log: { table: string; archiveId: string; key: string; rows: number; started: number }, outcome: BatchOutcome, error: unknown, storeDown = false): Failure {
+  const { started, ...fields } = log;
+  ctx.metrics.batches.inc({ table: log.table, outcome });
+  ctx.logger.warn({ ...fields, outcome, err: error, ms: Math.round(performance.now() - started) }, 'archive batch');
+  return { error: { ...errorSummary(error), key: log.key }, storeDown };
+}
+
+function selectFailed(ctx: EngineContext, table: string, error: unknown): Failure {
+  ctx.metrics.batches.inc({ table, outcome: 'failed' });
+  ctx.logger.error({ table, err: error }, 'archive: batch select failed');
+  return { error: errorSummary(error), storeDown: false };
+}
+
+function errorSummary(error: unknown): { code: string; message: string } {
+  if (error instanceof RetentionError || error instanceof StoreError) return { code: error.code, message: error.message };
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return { code: typeof code === 'string' ? code : 'error', message: error instanceof Error ? error.message : String(error) };
+}
