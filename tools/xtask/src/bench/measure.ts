@@ -29,14 +29,20 @@ export function latencyStats(samplesMs: readonly number[]): LatencyStats {
   };
 }
 
+/** One operation of a probe: when it started (performance.now()), how long it took, or how it failed. */
+export interface TimedSample {
+  readonly at: number;
+  readonly ms: number;
+  readonly failure?: string;
+}
+
 /**
- * Runs `op` back to back (with `pauseMs` between calls) until stopped, recording each call's
- * latency: the "concurrent writer" beside a prune or cleanup. Failures are counted by `kind`
- * (what `classify` returns) and not timed.
+ * Like `LatencyProbe`, but every sample keeps its start time, so one continuous writer can be
+ * split into the windows it ran in (steps running / not running). On a shared, noisy machine
+ * that compares like with like: both sides see the same background load, interleaved in time.
  */
-export class LatencyProbe {
-  private readonly samples: number[] = [];
-  private readonly failures = new Map<string, number>();
+export class TimedProbe {
+  readonly samples: TimedSample[] = [];
   private running = false;
   private loop: Promise<void> | undefined;
 
@@ -50,25 +56,49 @@ export class LatencyProbe {
     this.running = true;
     this.loop = (async () => {
       while (this.running) {
-        const started = performance.now();
+        const at = performance.now();
         try {
           await this.op();
-          this.samples.push(performance.now() - started);
+          this.samples.push({ at, ms: performance.now() - at });
         } catch (error) {
-          const kind = this.options.classify?.(error) ?? 'error';
-          this.failures.set(kind, (this.failures.get(kind) ?? 0) + 1);
+          this.samples.push({ at, ms: performance.now() - at, failure: this.options.classify?.(error) ?? 'error' });
         }
         if (this.options.pauseMs) await new Promise((r) => setTimeout(r, this.options.pauseMs));
       }
     })();
   }
 
-  async stop(): Promise<LatencyStats & { failures: Record<string, number>; attempts: number }> {
+  async stop(): Promise<void> {
     this.running = false;
     await this.loop;
-    const failures = Object.fromEntries(this.failures);
-    const failed = [...this.failures.values()].reduce((a, b) => a + b, 0);
-    return { ...latencyStats(this.samples), failures, attempts: this.samples.length + failed };
+  }
+}
+
+/**
+ * Runs `op` back to back (with `pauseMs` between calls) until stopped, and summarizes: the
+ * "concurrent writer" beside a prune or cleanup. Failures are counted by `kind` (what
+ * `classify` returns) and not timed.
+ */
+export class LatencyProbe {
+  private readonly probe: TimedProbe;
+
+  constructor(op: () => Promise<unknown>, options: { pauseMs?: number; classify?: (error: unknown) => string } = {}) {
+    this.probe = new TimedProbe(op, options);
+  }
+
+  start(): void {
+    this.probe.start();
+  }
+
+  async stop(): Promise<LatencyStats & { failures: Record<string, number>; attempts: number }> {
+    await this.probe.stop();
+    const failures: Record<string, number> = {};
+    const ok: number[] = [];
+    for (const s of this.probe.samples) {
+      if (s.failure) failures[s.failure] = (failures[s.failure] ?? 0) + 1;
+      else ok.push(s.ms);
+    }
+    return { ...latencyStats(ok), failures, attempts: this.probe.samples.length };
   }
 }
 
