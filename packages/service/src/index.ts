@@ -8,4 +8,4 @@ export { registerEventAdminRoutes, type EventAdminHandlers, type RedriveRequest,
 export { HTTP_STATUS_BY_CODE, httpStatusFor, errorBody, isCodedError, type CodedError } from './http-errors.ts';
 export { Lifecycle } from './lifecycle.ts';
 export { createLogger, silentLogger } from './logger.ts';
-export type { ServiceDemo } from './demo.ts';
+export type { DemoContext, ServiceDemo } from './demo.ts';
