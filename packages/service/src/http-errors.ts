@@ -32,6 +32,15 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = Object.free
   parent_mismatch: 409,
   identity_immutable: 409,
   invalid_job_request: 400,
+  // shared case refs (packages/service/src/case-refs.ts)
+  case_unknown: 409,
+  case_closed: 409,
+  // services/cases
+  case_not_found: 404,
+  case_already_closed: 409,
+  // services/placements
+  placement_not_found: 404,
+  placement_already_ended: 409,
 });
 
 export interface CodedError {

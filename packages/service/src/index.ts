@@ -1,7 +1,9 @@
 /**
  * @craig/service: what every craig service composes. A Fastify app with `/healthz`, `/readyz`,
  * `/metrics` and bearer auth on `/v1/admin/*`; error codes mapped to HTTP statuses in one
- * place; a lifecycle that stops things in reverse order on SIGTERM/SIGINT; the root logger.
+ * place; a lifecycle that stops things in reverse order on SIGTERM/SIGINT; the root logger; the
+ * boot helper every `main.ts` calls; zod request parsing with typed errors; the case-ref
+ * projection the case consumers share.
  */
 export { createHttpApp, type HttpAppOptions, type ReadinessCheck } from './app.ts';
 export { registerEventAdminRoutes, type EventAdminHandlers, type RedriveRequest, type ReplayRequest } from './event-admin-routes.ts';
@@ -9,3 +11,9 @@ export { HTTP_STATUS_BY_CODE, httpStatusFor, errorBody, isCodedError, type Coded
 export { Lifecycle } from './lifecycle.ts';
 export { createLogger, silentLogger } from './logger.ts';
 export type { DemoContext, ServiceDemo } from './demo.ts';
+/** The composition root every `main.ts` repeats: settings, schema, pool, transport, parts started in order, stopped in reverse. */
+export { bootService, runService, loopTask, type BackgroundTask, type BootContext, type BootedService, type BootOptions, type ConsumerSpec, type ServiceParts } from './boot.ts';
+/** Parse a request part with zod; a mismatch is an `invalid_request` error naming the field and value. */
+export { parseRequest, InvalidRequestError, type RequestPart } from './validation.ts';
+/** The local view of cases (`case_refs`) that `case.*` consumers keep, and the refusals it backs. */
+export { CASE_REFS_MIGRATIONS, CASE_EVENT_PATTERNS, applyCaseEvent, requireOpenCase, caseRefStatus, CaseUnknownError, CaseClosedError, type CaseRefChange, type CaseRefStatus } from './case-refs.ts';

@@ -1,0 +1,150 @@
+// The composition root every service's main.ts repeats: settings → logger → schema → pool →
+// transport → the service's parts → start in order → listen; stopped in reverse order.
+import { createClient, migrate, type MigrationSet, type Sql } from '@craig/db';
+import { BUS_MIGRATIONS, createTransport, startConsumer, type EventHandler, type OutboxWorker, type SubscribeOptions, type Transport } from '@craig/mq';
+import { loadServiceSettings, type BaseSettings, type Env, type ServiceName, type SettingsFor } from '@craig/settings';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
+import { Lifecycle } from './lifecycle.ts';
+import { createLogger } from './logger.ts';
+
+/** What `build` gets: everything the boot helper opened for the service. */
+export interface BootContext<S extends BaseSettings = BaseSettings> {
+  readonly settings: S;
+  readonly logger: Logger;
+  /** The service's pool (as `pool.role` when given). */
+  readonly sql: Sql;
+  readonly transport: Transport;
+  readonly registry: Registry;
+}
+
+/** An inbox consumer the boot helper subscribes with `startConsumer` (the service's pool, registry, logger). */
+export interface ConsumerSpec extends Omit<SubscribeOptions, 'maxRetries'> {
+  readonly handler: EventHandler;
+  /** Retries before the dead letter; default the service's INBOX_MAX_RETRIES. */
+  readonly maxRetries?: number;
+}
+
+/**
+ * Something that runs beside the HTTP server: started after the outbox worker, stopped before
+ * it (so whatever it stages is still drained by a running worker until it has stopped).
+ */
+export interface BackgroundTask {
+  readonly name: string;
+  start(): void | Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** What a service's `build` returns. */
+export interface ServiceParts {
+  readonly app: FastifyInstance;
+  readonly outbox?: OutboxWorker;
+  readonly consumers?: readonly ConsumerSpec[];
+  readonly background?: readonly BackgroundTask[];
+}
+
+export interface BootOptions<S extends BaseSettings = BaseSettings> {
+  /** The service's migration sets in order, or a function of its settings. */
+  readonly migrations: readonly MigrationSet[] | ((settings: S) => readonly MigrationSet[]);
+  /** Pool size (default 6) and the role every runtime connection runs as (default the login). */
+  readonly pool?: { readonly max?: number; readonly role?: string };
+  build(context: BootContext<S>): ServiceParts | Promise<ServiceParts>;
+}
+
+export interface BootedService<S extends BaseSettings = BaseSettings> extends BootContext<S> {
+  readonly parts: ServiceParts;
+  /** Where the HTTP server listens (the real port when HTTP_PORT is 0). */
+  readonly address: { readonly host: string; readonly port: number };
+}
+
+/** A loop that runs until its signal aborts (`OutboxWorker.run`), as a {@link BackgroundTask}. */
+export function loopTask(name: string, run: (signal: AbortSignal) => Promise<void>): BackgroundTask {
+  let controller: AbortController | undefined;
+  let stopped: Promise<void> = Promise.resolve();
+  return {
+    name,
+    start() {
+      controller = new AbortController();
+      stopped = run(controller.signal);
+    },
+    async stop() {
+      controller?.abort();
+      await stopped;
+    },
+  };
+}
+
+/**
+ * Boot a service on settings already loaded: migrate its sets (and the bus set on the bus
+ * database when the transport is PostgreSQL), open the pool and the transport, `build` the
+ * service, start the outbox worker, then the consumers and background tasks in order, then
+ * listen. Each thing is registered on `life` as it starts, so `life.stop()` stops them in
+ * reverse: http → background and consumers → outbox worker → transport → database pool.
+ * A failure throws after nothing more is started; the caller stops `life`.
+ */
+export async function bootService<S extends BaseSettings>(settings: S, logger: Logger, life: Lifecycle, options: BootOptions<S>): Promise<BootedService<S>> {
+  const service = settings.service;
+  const sets = typeof options.migrations === 'function' ? options.migrations(settings) : options.migrations;
+  // An installer guard in a set refuses before any file of any set is applied.
+  await migrate(settings.databaseUrl, sets, { service, logger });
+  if (settings.transport.kind === 'postgres') await migrate(settings.transport.busDatabaseUrl, [BUS_MIGRATIONS], { service, logger });
+
+  const sql = createClient(settings.databaseUrl, { service, max: options.pool?.max ?? 6, ...(options.pool?.role === undefined ? {} : { role: options.pool.role }) });
+  life.add('database pool', () => sql.end({ timeout: 5 }));
+  const transport = await createTransport(settings.transport, { service, logger });
+  life.add('transport', () => transport.close());
+
+  const registry = new Registry();
+  const context: BootContext<S> = { settings, logger, sql, transport, registry };
+  const parts = await options.build(context);
+
+  if (parts.outbox) {
+    const outbox = loopTask('outbox worker', (signal) => parts.outbox!.run(signal));
+    await outbox.start();
+    life.add(outbox.name, () => outbox.stop());
+  }
+  for (const spec of parts.consumers ?? []) {
+    const { handler, maxRetries, ...subscribe } = spec;
+    const subscription = await startConsumer({ ...subscribe, maxRetries: maxRetries ?? settings.inbox.maxRetries, transport, sql, handler, registry, logger });
+    life.add(`consumer ${spec.consumer}`, () => subscription.close());
+  }
+  for (const task of parts.background ?? []) {
+    await task.start();
+    life.add(task.name, () => task.stop());
+  }
+
+  await parts.app.listen({ host: settings.http.host, port: settings.http.port });
+  life.add('http', () => parts.app.close());
+  const bound = parts.app.server.address();
+  const address = { host: settings.http.host, port: typeof bound === 'object' && bound !== null ? bound.port : settings.http.port };
+  logger.info(address, `${service} service started`);
+  return { ...context, parts, address };
+}
+
+/**
+ * `main.ts` in one call: load the service's settings from `env` (main passes `process.env`;
+ * this package never reads it), create the logger, stop on SIGTERM/SIGINT, and boot. A fatal
+ * start error is logged, everything already started is stopped, and the exit code is 1.
+ */
+export async function runService<N extends ServiceName>(service: N, env: Env, options: BootOptions<SettingsFor<N>>): Promise<BootedService<SettingsFor<N>> | undefined> {
+  let settings: SettingsFor<N>;
+  try {
+    settings = loadServiceSettings(service, env);
+  } catch (error) {
+    createLogger(service, 'info').fatal({ err: error }, `${service} service refused its settings`);
+    process.exitCode = 1;
+    return undefined;
+  }
+  const logger = createLogger(service, settings.logLevel);
+  const life = new Lifecycle(logger);
+  life.stopOnSignals();
+  try {
+    return await bootService(settings, logger, life, options);
+  } catch (error) {
+    logger.fatal({ err: error }, `${service} service failed to start`);
+    process.exitCode = 1;
+    await life.stop();
+    return undefined;
+  }
+}
