@@ -21,7 +21,7 @@ export interface EventAdminHandlers {
 /**
  * `POST /v1/admin/events/replay` and `POST /v1/admin/events/redrive`, the admin operations every
  * service exposes (behind the admin token like every `/v1/admin/*` route). The handlers come
- * from the service, so this package needs no event library.
+ * from the service (`outboxAdminHandlers(sql, retention)` for the usual ones).
  */
 export function registerEventAdminRoutes(app: FastifyInstance, handlers: EventAdminHandlers): void {
   app.post<{ Body: ReplayRequest }>(

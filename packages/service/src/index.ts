@@ -7,10 +7,14 @@
  */
 export { createHttpApp, type HttpAppOptions, type ReadinessCheck } from './app.ts';
 export { registerEventAdminRoutes, type EventAdminHandlers, type RedriveRequest, type ReplayRequest } from './event-admin-routes.ts';
+/** Replay and redrive on the service's own outbox, for `registerEventAdminRoutes`. */
+export { outboxAdminHandlers } from './event-admin-handlers.ts';
 export { HTTP_STATUS_BY_CODE, httpStatusFor, errorBody, isCodedError, type CodedError } from './http-errors.ts';
 export { Lifecycle } from './lifecycle.ts';
 export { createLogger, silentLogger } from './logger.ts';
 export type { DemoContext, ServiceDemo } from './demo.ts';
+/** Aged outbox and inbox rows for a demo's `seedAgedHistory`, and the request its `tick` makes. */
+export { seedAgedOutbox, seedAgedInbox, demoRequest, type AgedOutboxRow, type AgedInboxRow } from './demo-kit.ts';
 /** The composition root every `main.ts` repeats: settings, schema, pool, transport, parts started in order, stopped in reverse. */
 export { bootService, runService, loopTask, type BackgroundTask, type BootContext, type BootedService, type BootOptions, type ConsumerSpec, type ServiceParts } from './boot.ts';
 /** Parse a request part with zod; a mismatch is an `invalid_request` error naming the field and value. */

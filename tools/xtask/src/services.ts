@@ -2,6 +2,7 @@ import { isServiceName, SERVICE_PROFILES, type ServiceProfile, type ServiceSetti
 import type { MigrationSet } from '@craig/db';
 import { MQ_MIGRATIONS } from '@craig/mq';
 import { RETENTION_MIGRATIONS, type ArchiveSpec } from '@craig/retention';
+import { CASES_MIGRATION_SETS } from '@craig/svc-cases';
 import { inventoryMigrationSets } from '@craig/svc-inventory';
 
 /**
@@ -53,6 +54,8 @@ export function knownServiceNames(): string[] {
 export function builtInMigrationSets(service: string, settings: ServiceSettings): MigrationSet[] {
   // inventory: mq, `cleanup` (guarded by CLEANUP_ALLOWED_DATABASES), then its own `inventory`.
   if (service === 'inventory') return inventoryMigrationSets({ allowedDatabases: settings.cleanup?.allowedDatabases ?? [] });
+  // cases: mq, then its own `cases`.
+  if (service === 'cases') return [...CASES_MIGRATION_SETS];
   // The archiving services carry the archive ledger (`retention`) after mq.
   if (service === 'security' || service === 'rules' || service === 'exchange') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
   return [MQ_MIGRATIONS];
