@@ -4,6 +4,7 @@ import { MQ_MIGRATIONS } from '@craig/mq';
 import { RETENTION_MIGRATIONS, type ArchiveSpec } from '@craig/retention';
 import { CASES_MIGRATION_SETS } from '@craig/svc-cases';
 import { inventoryMigrationSets } from '@craig/svc-inventory';
+import { PLACEMENTS_MIGRATION_SETS } from '@craig/svc-placements';
 
 /**
  * What xtask knows about a service: its settings profile and the migration sets it applies,
@@ -56,6 +57,8 @@ export function builtInMigrationSets(service: string, settings: ServiceSettings)
   if (service === 'inventory') return inventoryMigrationSets({ allowedDatabases: settings.cleanup?.allowedDatabases ?? [] });
   // cases: mq, then its own `cases`.
   if (service === 'cases') return [...CASES_MIGRATION_SETS];
+  // placements: mq, `case_refs` (from @craig/service), then its own `placements`.
+  if (service === 'placements') return [...PLACEMENTS_MIGRATION_SETS];
   // The archiving services carry the archive ledger (`retention`) after mq.
   if (service === 'security' || service === 'rules' || service === 'exchange') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
   return [MQ_MIGRATIONS];

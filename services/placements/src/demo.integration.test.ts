@@ -1,0 +1,66 @@
+// The devstack contribution: aged history the transport sweep has real work on (outbox and
+// inbox), and traffic over the HTTP API.
+import { createServer } from 'node:http';
+import { migrationTemplate } from '@craig/db';
+import { pruneTransportTables } from '@craig/mq';
+import { testDatabase } from '@craig/testkit';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, placementsHarness, type PlacementsHarness } from '../test/harness.ts';
+import { demo } from './demo.ts';
+import { PLACEMENTS_MIGRATION_SETS } from './migrations.ts';
+
+let h: PlacementsHarness;
+beforeAll(async () => {
+  h = await placementsHarness();
+});
+afterAll(() => h.drop());
+
+describe('placements demo', () => {
+  it('seeds case refs, placements, their events and inbox records; the sweep prunes only what it may', async () => {
+    const db = await testDatabase({ prefix: 'placements_t', template: migrationTemplate(PLACEMENTS_MIGRATION_SETS), max: 1 });
+    try {
+      await demo.seedAgedHistory(db.sql, { rows: 30 });
+      const [before] = await db.sql<Record<string, number>[]>`
+        select (select count(*) from case_refs)::int as refs,
+               (select count(*) from placements)::int as placements,
+               (select count(*) from placements p join case_refs r using (case_id) where r.status = 'closed' and p.end_reason is distinct from 'case_closed')::int as open_on_closed,
+               (select count(*) from event_outbox where published_at is null)::int as pending,
+               (select count(*) from event_inbox where received_at < now() - interval '31 days')::int as aged_inbox`;
+      expect(before).toMatchObject({ refs: 30, placements: 30, open_on_closed: 0, pending: 5 });
+      expect(before!.aged_inbox).toBeGreaterThan(0);
+      const result = await pruneTransportTables({ databaseUrl: db.url, service: 'placements', retention: { outboxDays: 30, inboxDays: 31 }, registry: new Registry() });
+      expect(result.outboxDeleted).toBeGreaterThan(0);
+      expect(result.inboxDeleted).toBe(before!.aged_inbox);
+      const [after] = await db.sql`select (select count(*) from event_outbox where published_at is null)::int as pending`;
+      expect(after!.pending).toBe(5);
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('tick places an open case it has heard of and sometimes ends an active placement', async () => {
+    await h.app.listen({ host: '127.0.0.1', port: 0 });
+    const address = h.app.server.address();
+    const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    const caseId = '11111111-1111-4111-8111-111111111111';
+    await h.deliver('case.opened', caseId);
+    // urlOf('cases') is a stand-in serving the open-case list: the placements API is what is under test.
+    const cases = createServer((_req, res) => res.setHeader('content-type', 'application/json').end(JSON.stringify({ cases: [{ id: caseId }] })));
+    await new Promise<void>((resolve) => cases.listen(0, '127.0.0.1', resolve));
+    const casesAddress = cases.address();
+    const casesBase = `http://127.0.0.1:${typeof casesAddress === 'object' && casesAddress ? casesAddress.port : 0}`;
+    try {
+      const controller = new AbortController();
+      const context = (random: number) => ({ urlOf: (s: string) => (s === 'placements' ? base : s === 'cases' ? casesBase : undefined), adminToken: ADMIN_TOKEN, signal: controller.signal, random: () => random, tick: 0 });
+      await demo.tick!(context(0.1));
+      const [placed] = await h.db.sql`select count(*)::int as n, count(ended_at)::int as ended from placements where case_id = ${caseId}`;
+      expect(placed).toEqual({ n: 1, ended: 0 });
+      await demo.tick!(context(0.9));
+      const [later] = await h.db.sql`select count(*)::int as n, count(ended_at)::int as ended from placements where case_id = ${caseId}`;
+      expect(later).toEqual({ n: 2, ended: 1 });
+    } finally {
+      await new Promise((resolve) => cases.close(resolve));
+    }
+  });
+});
