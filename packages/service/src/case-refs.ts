@@ -71,7 +71,7 @@ export async function requireOpenCase(tx: TransactionSql, caseId: string): Promi
 }
 
 /** Whether the case is known here at all (without locking); for reads that only refuse unknown cases. */
-export async function caseRefStatus(sql: Sql, caseId: string): Promise<CaseRefStatus | undefined> {
+export async function caseRefStatus(sql: Sql | TransactionSql, caseId: string): Promise<CaseRefStatus | undefined> {
   const [row] = await sql<{ status: CaseRefStatus }[]>`select status from case_refs where case_id = ${caseId}`;
   return row?.status;
 }

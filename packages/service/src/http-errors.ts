@@ -41,6 +41,8 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = Object.free
   // services/placements
   placement_not_found: 404,
   placement_already_ended: 409,
+  // services/safety
+  safety_report_not_found: 404,
 });
 
 export interface CodedError {
