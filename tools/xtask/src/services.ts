@@ -5,6 +5,7 @@ import { RETENTION_MIGRATIONS, type ArchiveSpec } from '@craig/retention';
 import { CASES_MIGRATION_SETS } from '@craig/svc-cases';
 import { inventoryMigrationSets } from '@craig/svc-inventory';
 import { PLACEMENTS_MIGRATION_SETS } from '@craig/svc-placements';
+import { SAFETY_MIGRATION_SETS } from '@craig/svc-safety';
 
 /**
  * What xtask knows about a service: its settings profile and the migration sets it applies,
@@ -59,6 +60,8 @@ export function builtInMigrationSets(service: string, settings: ServiceSettings)
   if (service === 'cases') return [...CASES_MIGRATION_SETS];
   // placements: mq, `case_refs` (from @craig/service), then its own `placements`.
   if (service === 'placements') return [...PLACEMENTS_MIGRATION_SETS];
+  // safety: mq, `case_refs` (from @craig/service), then its own `safety`.
+  if (service === 'safety') return [...SAFETY_MIGRATION_SETS];
   // The archiving services carry the archive ledger (`retention`) after mq.
   if (service === 'security' || service === 'rules' || service === 'exchange') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
   return [MQ_MIGRATIONS];

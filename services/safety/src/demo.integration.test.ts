@@ -1,0 +1,68 @@
+// The devstack contribution: aged history the transport sweep has real work on (outbox and
+// inbox), and traffic over the HTTP API.
+import { createServer } from 'node:http';
+import { migrationTemplate } from '@craig/db';
+import { pruneTransportTables } from '@craig/mq';
+import { testDatabase } from '@craig/testkit';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, safetyHarness, type SafetyHarness } from '../test/harness.ts';
+import { demo } from './demo.ts';
+import { SAFETY_MIGRATION_SETS } from './migrations.ts';
+
+let h: SafetyHarness;
+beforeAll(async () => {
+  h = await safetyHarness();
+});
+afterAll(() => h.drop());
+
+describe('safety demo', () => {
+  it('seeds case refs, reports, their events and inbox records; the sweep prunes only what it may', async () => {
+    const db = await testDatabase({ prefix: 'safety_t', template: migrationTemplate(SAFETY_MIGRATION_SETS), max: 1 });
+    try {
+      await demo.seedAgedHistory(db.sql, { rows: 30 });
+      const [before] = await db.sql<Record<string, number>[]>`
+        select (select count(*) from case_refs)::int as refs,
+               (select count(*) from safety_reports)::int as reports,
+               (select count(*) from event_outbox)::int as events,
+               (select count(*) from event_outbox where published_at is null)::int as pending,
+               (select count(*) from event_outbox where published_at is null and created_at < now() - interval '30 days')::int as aged_pending,
+               (select count(*) from event_inbox where received_at < now() - interval '31 days')::int as aged_inbox`;
+      expect(before).toMatchObject({ refs: 30, reports: 30, events: 30, pending: 5 });
+      expect(before!.aged_pending).toBeGreaterThan(0);
+      expect(before!.aged_inbox).toBeGreaterThan(0);
+      const result = await pruneTransportTables({ databaseUrl: db.url, service: 'safety', retention: { outboxDays: 30, inboxDays: 31 }, registry: new Registry() });
+      expect(result.outboxDeleted).toBeGreaterThan(0);
+      expect(result.inboxDeleted).toBe(before!.aged_inbox);
+      const [after] = await db.sql`select (select count(*) from event_outbox where published_at is null)::int as pending`;
+      expect(after!.pending).toBe(5);
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('tick files a report on an open case it has heard of, on some ticks only', async () => {
+    await h.app.listen({ host: '127.0.0.1', port: 0 });
+    const address = h.app.server.address();
+    const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    const caseId = '22222222-2222-4222-8222-222222222222';
+    await h.deliver('case.opened', caseId);
+    // urlOf('cases') is a stand-in serving the open-case list: the safety API is what is under test.
+    const cases = createServer((_req, res) => res.setHeader('content-type', 'application/json').end(JSON.stringify({ cases: [{ id: caseId }] })));
+    await new Promise<void>((resolve) => cases.listen(0, '127.0.0.1', resolve));
+    const casesAddress = cases.address();
+    const casesBase = `http://127.0.0.1:${typeof casesAddress === 'object' && casesAddress ? casesAddress.port : 0}`;
+    try {
+      const controller = new AbortController();
+      const context = (random: number) => ({ urlOf: (s: string) => (s === 'safety' ? base : s === 'cases' ? casesBase : undefined), adminToken: ADMIN_TOKEN, signal: controller.signal, random: () => random, tick: 0 });
+      await demo.tick!(context(0.9));
+      const reportsAfterQuietTick = await h.db.sql`select 1 from safety_reports`;
+      expect(reportsAfterQuietTick).toHaveLength(0);
+      await demo.tick!(context(0.1));
+      const [filed] = await h.db.sql`select count(*)::int as n, min(case_id::text) as case_id from safety_reports`;
+      expect(filed).toEqual({ n: 1, case_id: caseId });
+    } finally {
+      await new Promise((resolve) => cases.close(resolve));
+    }
+  });
+});
