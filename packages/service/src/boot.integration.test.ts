@@ -1,0 +1,105 @@
+// The boot helper against real PostgreSQL and the PostgreSQL bus: what it applies, the order it
+// starts things in, and the reverse order they stop in (also after a failed start).
+import { Writable } from 'node:stream';
+import { randomUUID } from 'node:crypto';
+import { encodeEnvelope, MQ_MIGRATIONS, OutboxWorker } from '@craig/mq';
+import { loadServiceSettings } from '@craig/settings';
+import { eventually, testDatabase, type TestDatabase } from '@craig/testkit';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createHttpApp } from './app.ts';
+import { bootService, loopTask } from './boot.ts';
+import { Lifecycle } from './lifecycle.ts';
+
+const dbs: TestDatabase[] = [];
+afterEach(async () => {
+  await Promise.all(dbs.splice(0).map((d) => d.drop()));
+});
+
+function capturingLogger() {
+  const lines: Array<Record<string, unknown>> = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const logger = pino({ level: 'info' }, stream);
+  return { logger, stoppedSteps: () => lines.filter((l) => l.msg === 'stopped').map((l) => l.step) };
+}
+
+async function setup() {
+  const [db, bus] = await Promise.all([testDatabase({ prefix: 'boot_t', max: 1 }), testDatabase({ prefix: 'boot_bus_t', max: 1 })]);
+  dbs.push(db, bus);
+  const settings = loadServiceSettings('cases', {
+    CRAIG_CASES__DATABASE_URL: db.url,
+    CRAIG_CASES__BUS_DATABASE_URL: bus.url,
+    CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests',
+    CRAIG_CASES__HTTP_PORT: '0',
+  });
+  return { db, bus, settings, ...capturingLogger() };
+}
+
+describe('bootService', () => {
+  it('migrates both databases, starts outbox → consumers → background → http, and stops in reverse', async () => {
+    const { db, bus, settings, logger, stoppedSteps } = await setup();
+    const life = new Lifecycle(logger);
+    const order: string[] = [];
+    const handled: string[] = [];
+    try {
+      const booted = await bootService(settings, logger, life, {
+        migrations: [MQ_MIGRATIONS],
+        pool: { max: 2 },
+        build: (ctx) => {
+          const app = createHttpApp({ service: 'cases', logger: ctx.logger, registry: ctx.registry, adminToken: ctx.settings.adminToken });
+          app.addHook('onReady', async () => void order.push('http'));
+          const outbox = new OutboxWorker({ service: 'cases', sql: ctx.sql, databaseUrl: ctx.settings.databaseUrl, transport: ctx.transport, retention: ctx.settings.retention, maxAttempts: 3, registry: ctx.registry });
+          return {
+            app,
+            outbox,
+            consumers: [{ consumer: 'boot-test.cases', patterns: ['case.*'], handler: async (event) => void handled.push(event.eventType) }],
+            background: [{ name: 'sweeper', start: () => void order.push('sweeper'), stop: async () => void order.push('sweeper stopped') }, loopTask('looper', async (signal) => {
+              order.push('looper');
+              await new Promise((resolve) => signal.addEventListener('abort', resolve));
+            })],
+          };
+        },
+      });
+      expect(order).toEqual(['sweeper', 'looper', 'http']);
+      expect(booted.address.port).toBeGreaterThan(0);
+      expect((await fetch(`http://127.0.0.1:${booted.address.port}/healthz`)).status).toBe(200);
+      const [own] = await db.sql`select to_regclass('event_outbox')::text as t`;
+      const [busSet] = await bus.sql`select count(*)::int as n from craig_migrations where migration_set = 'bus'`;
+      expect(own!.t).toBe('event_outbox');
+      expect(busSet!.n).toBeGreaterThan(0);
+
+      // The consumer is subscribed with the service's pool: a delivery lands in its inbox.
+      const eventId = randomUUID();
+      const body = encodeEnvelope({ eventId, eventType: 'case.opened', aggregateType: 'case', aggregateId: randomUUID(), source: 'cases', occurredAt: new Date().toISOString(), headersJson: '{}', payloadJson: '{}' });
+      await booted.transport.publish([{ eventId, routingKey: 'case.opened', body }]);
+      await eventually(() => expect(handled).toEqual(['case.opened']));
+      const [inbox] = await db.sql`select consumer from event_inbox where event_id = ${eventId}`;
+      expect(inbox).toEqual({ consumer: 'boot-test.cases' });
+    } finally {
+      await life.stop();
+    }
+    expect(stoppedSteps()).toEqual(['http', 'looper', 'sweeper', 'consumer boot-test.cases', 'outbox worker', 'transport', 'database pool']);
+    expect(order).toContain('sweeper stopped');
+  });
+
+  it('a build that throws leaves only what had started (transport, pool) for the caller to stop', async () => {
+    const { settings, logger, stoppedSteps } = await setup();
+    const life = new Lifecycle(logger);
+    await expect(
+      bootService(settings, logger, life, {
+        migrations: [MQ_MIGRATIONS],
+        pool: { max: 1 },
+        build: () => {
+          throw new Error('bad wiring');
+        },
+      }),
+    ).rejects.toThrow('bad wiring');
+    await life.stop();
+    expect(stoppedSteps()).toEqual(['transport', 'database pool']);
+  });
+});
