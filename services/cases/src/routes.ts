@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { closeCase, getCase, listCases, MAX_CASES_PER_PAGE, MAX_SUBJECT_LENGTH, openCase } from './case-store.ts';
 
-const caseIdParams = z.object({ id: z.uuid({ error: 'must be a case id (a UUID)' }) });
+const caseIdParams = z.object({ id: z.guid({ error: 'must be a case id (a UUID)' }) });
 const openBody = z.strictObject({ subject: z.string().trim().min(1).max(MAX_SUBJECT_LENGTH) });
 const listQuery = z.strictObject({
   status: z.enum(['open', 'closed']).optional(),

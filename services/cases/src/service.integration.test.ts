@@ -62,6 +62,10 @@ describe('cases API', () => {
       expect(res.status).toBe(404);
       expect(res.body.error).toMatchObject({ code: 'case_not_found', caseId: MISSING });
     }
+    // Any UUID shape the uuid type takes is an id (not only version 4): unknown, not malformed.
+    const odd = await call(h.app, 'GET', '/v1/cases/FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF');
+    expect(odd.status).toBe(404);
+    expect(odd.body.error.code).toBe('case_not_found');
     expect(await counts()).toEqual({ cases: 0, events: 0 });
   });
 

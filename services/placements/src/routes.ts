@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { endPlacement, getPlacement, listPlacements, MAX_PLACEMENTS_PER_PAGE, MAX_PROVIDER_LENGTH, startPlacement } from './placement-store.ts';
 
-const uuid = (what: string) => z.uuid({ error: `must be ${what} (a UUID)` });
+const uuid = (what: string) => z.guid({ error: `must be ${what} (a UUID)` });
 const idParams = z.object({ id: uuid('a placement id') });
 const startBody = z.strictObject({ caseId: uuid('a case id'), provider: z.string().trim().min(1).max(MAX_PROVIDER_LENGTH) });
 const listQuery = z.strictObject({

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { fileReport, getReport, listReports, MAX_REPORTS_PER_PAGE, MAX_SUMMARY_LENGTH, SEVERITIES } from './report-store.ts';
 
-const uuid = (what: string) => z.uuid({ error: `must be ${what} (a UUID)` });
+const uuid = (what: string) => z.guid({ error: `must be ${what} (a UUID)` });
 const idParams = z.object({ id: uuid('a safety report id') });
 const fileBody = z.strictObject({ caseId: uuid('a case id'), severity: z.enum(SEVERITIES), summary: z.string().trim().min(1).max(MAX_SUMMARY_LENGTH) });
 const listQuery = z.strictObject({ caseId: uuid('a case id').optional(), limit: z.coerce.number().int().min(1).max(MAX_REPORTS_PER_PAGE).default(50) });
