@@ -5,6 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inboxHandler, encodeEnvelope } from '@craig/mq';
 import { call, placementsHarness, type PlacementsHarness } from '../test/harness.ts';
 import { CASES_CONSUMER } from './consumer.ts';
+import { startPlacement } from './placement-store.ts';
 
 let h: PlacementsHarness;
 beforeAll(async () => {
@@ -60,6 +61,32 @@ describe('placements case.* consumer', () => {
     await h.deliver('case.closed', caseId, closeId);
     await h.deliver('case.closed', caseId);
     expect((await ended()).filter((e) => e.payload.reason === 'case_closed')).toHaveLength(2);
+  });
+
+  it('a case.closed racing a placement start waits for it and then ends it too', async () => {
+    const caseId = randomUUID();
+    await h.deliver('case.opened', caseId);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let started!: (id: string) => void;
+    const placementId = new Promise<string>((resolve) => (started = resolve));
+    // The start has checked the case and inserted, but not committed yet.
+    const starting = h.sql.begin(async (tx) => {
+      const p = await startPlacement(tx, caseId, 'A');
+      started(p.id);
+      await gate;
+    });
+    const id = await placementId;
+    let closed = false;
+    const closing = h.deliver('case.closed', caseId).then(() => (closed = true));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(closed).toBe(false);
+    release();
+    await starting;
+    await closing;
+    const [row] = await h.db.sql`select end_reason from placements where id = ${id}`;
+    expect(row).toEqual({ end_reason: 'case_closed' });
+    expect((await ended()).map((e) => e.aggregate_id)).toEqual([id]);
   });
 
   it('a failing handler rolls back the dedup record, the case ref, the ended placements and their events together', async () => {
