@@ -81,7 +81,7 @@ export function loopTask(name: string, run: (signal: AbortSignal) => Promise<voi
  * service, start the outbox worker, then the consumers and background tasks in order, then
  * listen. Each thing is registered on `life` as it starts, so `life.stop()` stops them in
  * reverse: http → background and consumers → outbox worker → transport → database pool.
- * A failure throws after nothing more is started; the caller stops `life`.
+ * On a failure nothing more is started and the error is rethrown; the caller stops `life`.
  */
 export async function bootService<S extends BaseSettings>(settings: S, logger: Logger, life: Lifecycle, options: BootOptions<S>): Promise<BootedService<S>> {
   const service = settings.service;
