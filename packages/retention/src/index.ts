@@ -32,6 +32,8 @@ export {
 } from './spec.ts';
 /** The writer-side in-WHERE refusal for columns the fixpoint does not read (precondition 4). */
 export { notAtFixpoint } from './writer-refusal.ts';
+/** The archive invariants (`<table>_archive_overrun`) for `retentionOverrun` from @craig/mq. */
+export { archiveRetentionSpecs } from './overrun.ts';
 /** The `retention` migration set (the archive ledger). */
 export { RETENTION_MIGRATIONS } from './migrations.ts';
 /** Reading archives back: the ledger, one verified object, and a whole-archive verification with orphans. */
