@@ -18,8 +18,9 @@ async function seedAgedHistory(sql: Sql, options: { readonly rows: number }): Pr
   await sql.begin(async (tx) => {
     // One (event, received_at) per row; the inbox record and the audit row share both, as the
     // inbox transaction writes them. Ages in days: 100…400 for the aged rows, 0…30 for fresh.
+    await tx`create temporary table demo_seen (event_id uuid, event_type text, g integer, received_at timestamptz) on commit drop`;
     await tx`
-      create temporary table demo_seen on commit drop as
+      insert into demo_seen (event_id, event_type, g, received_at)
       select gen_random_uuid() as event_id,
              (${EVENT_TYPES}::text[])[1 + g % ${EVENT_TYPES.length}] as event_type,
              g,
