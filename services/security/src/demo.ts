@@ -24,7 +24,7 @@ async function seedAgedHistory(sql: Sql, options: { readonly rows: number }): Pr
       select gen_random_uuid() as event_id,
              (${EVENT_TYPES}::text[])[1 + g % ${EVENT_TYPES.length}] as event_type,
              g,
-             now() - make_interval(days => case when g <= ${aged} then 100 + g % 301 else g % 31 end, secs => g % 86400) as received_at
+             now() - make_interval(days => case when g <= ${aged} then 100 + (g - 1) * 300 / ${Math.max(1, aged - 1)} else g % 31 end, secs => g % 86400) as received_at
       from generate_series(1, ${aged + fresh}) g`;
     await tx`
       insert into event_inbox (consumer, event_id, event_type, received_at)
