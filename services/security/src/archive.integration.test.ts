@@ -44,7 +44,7 @@ describe('security archive', () => {
     const originals = await h.db.sql<Record<string, string | null>[]>`
       select id::text, event_id::text, event_type, aggregate_type, aggregate_id, source, payload::text, headers::text,
              occurred_at::text, received_at::text
-      from audit_log where received_at < now() - make_interval(days => ${HOT_WINDOW_DAYS}) order by id`;
+      from audit_log where received_at < now() - make_interval(days => ${HOT_WINDOW_DAYS}) order by audit_log.id`;
     expect(originals).toHaveLength(9);
 
     const run = await call(h.app, 'POST', '/v1/admin/archive/run', { token: ADMIN_TOKEN });
