@@ -1,6 +1,5 @@
 // `pnpm xtask archive security` and `archive-fetch security` against a real security database:
 // the built-in entry brings the service's migration sets and archive specs.
-import { migrate } from '@craig/db';
 import { demo, securityMigrationSets } from '@craig/svc-security';
 import { s3, testDatabase, type S3TestServer, type TestDatabase } from '@craig/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
