@@ -62,7 +62,8 @@ export function createService(deps: SecurityDeps): SecurityService {
     logger,
     registry: deps.registry,
     adminToken: deps.adminToken,
-    bodyLimitBytes: 64 * 1024,
+    // Room for the redrive route's largest body (10,000 ids).
+    bodyLimitBytes: 256 * 1024,
     readiness: [
       {
         name: 'database',
