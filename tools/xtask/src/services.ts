@@ -3,6 +3,7 @@ import type { MigrationSet } from '@craig/db';
 import { MQ_MIGRATIONS } from '@craig/mq';
 import { RETENTION_MIGRATIONS, type ArchiveSpec } from '@craig/retention';
 import { inventoryMigrationSets } from '@craig/svc-inventory';
+import { SECURITY_ARCHIVE_SPECS, securityMigrationSets } from '@craig/svc-security';
 
 /**
  * What xtask knows about a service: its settings profile and the migration sets it applies,
@@ -40,7 +41,16 @@ export function unregisterService(name: string): void {
 export function serviceEntry(name: string): ServiceEntry | undefined {
   const registered = registry.get(name);
   if (registered) return registered;
-  if (isServiceName(name)) return { profile: SERVICE_PROFILES[name], migrationSets: (settings) => builtInMigrationSets(name, settings) };
+  if (isServiceName(name)) {
+    const specs = builtInArchiveSpecs(name);
+    return { profile: SERVICE_PROFILES[name], migrationSets: (settings) => builtInMigrationSets(name, settings), ...(specs ? { archive: { specs } } : {}) };
+  }
+  return undefined;
+}
+
+/** The archive specs of a built-in service that archives, in FK deletion order. */
+export function builtInArchiveSpecs(service: string): readonly ArchiveSpec[] | undefined {
+  if (service === 'security') return SECURITY_ARCHIVE_SPECS;
   return undefined;
 }
 
@@ -53,7 +63,9 @@ export function knownServiceNames(): string[] {
 export function builtInMigrationSets(service: string, settings: ServiceSettings): MigrationSet[] {
   // inventory: mq, `cleanup` (guarded by CLEANUP_ALLOWED_DATABASES), then its own `inventory`.
   if (service === 'inventory') return inventoryMigrationSets({ allowedDatabases: settings.cleanup?.allowedDatabases ?? [] });
+  // security: mq, `retention` (the archive ledger), then its own `security`.
+  if (service === 'security') return securityMigrationSets();
   // The archiving services carry the archive ledger (`retention`) after mq.
-  if (service === 'security' || service === 'rules' || service === 'exchange') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
+  if (service === 'rules' || service === 'exchange') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
   return [MQ_MIGRATIONS];
 }
