@@ -17,6 +17,8 @@ export {
   type TableOutcome,
   type TableReport,
 } from './engine.ts';
+/** The timer loop and on-demand cycle every archiving service composes. */
+export { ArchiveRunner, type ArchiveRunnerOptions } from './runner.ts';
 /** What to archive: a table, its key and timestamp, its fixpoint (a closed set) and its FK guards. */
 export {
   defineArchiveSpec,
@@ -58,6 +60,7 @@ export {
   ArchiveSpecError,
   BatchCountMismatchError,
   PurgeRefusedError,
+  ArchiveLeaseHeldError,
   ArchiveIntegrityError,
   type PurgeRequest,
 } from './errors.ts';

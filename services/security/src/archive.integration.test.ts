@@ -2,12 +2,11 @@
 // deleted in the transaction that records them in the ledger and stages the announcement, and
 // read back once each, equal to the originals.
 import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
-import { createArchiveEngine, readArchiveObject, readLedger } from '@craig/retention';
+import { ArchiveRunner, createArchiveEngine, readArchiveObject, readLedger } from '@craig/retention';
 import { eventually } from '@craig/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, counterValue, HOT_WINDOW_DAYS, serviceHarness, type ServiceHarness } from '../test/harness.ts';
 import { announceArchivedBatch, ARCHIVE_BATCH_EVENT, SECURITY_ARCHIVE_SPECS } from './archive-specs.ts';
-import { ArchiveRunner } from './archive-runner.ts';
 
 let h: ServiceHarness;
 beforeAll(async () => {
@@ -125,7 +124,7 @@ describe('security archive', () => {
     expect(held.status).toBe(409);
     expect(held.body.error).toMatchObject({ code: 'archive_lease_held', service: 'security', retryable: true });
     expect(await count('audit_log')).toBe(12);
-    expect(await counterValue(h.registry, 'security_archive_cycles_total', { status: 'lease_held', trigger: 'admin' })).toBe(1);
+    expect(await counterValue(h.registry, 'archive_cycles_total', { status: 'lease_held', trigger: 'admin' })).toBe(1);
   });
 
   it('the timer loop runs cycles until its signal aborts', async () => {
@@ -133,7 +132,7 @@ describe('security archive', () => {
     const stop = new AbortController();
     const runner = new ArchiveRunner({ engine: h.service.engine, everyMinutes: 60, registry: h.registry, initialDelayMs: 0 });
     const loop = runner.run(stop.signal);
-    await eventually(async () => expect(await counterValue(h.registry, 'security_archive_cycles_total', { status: 'completed', trigger: 'timer' })).toBe(1), { timeoutMs: 10_000 });
+    await eventually(async () => expect(await counterValue(h.registry, 'archive_cycles_total', { status: 'completed', trigger: 'timer' })).toBe(1), { timeoutMs: 10_000 });
     expect(await count('audit_log')).toBe(3);
     stop.abort();
     await loop;

@@ -20,15 +20,3 @@ export class InvalidQueryError extends SecurityError {
     this.value = value;
   }
 }
-
-/**
- * Another archiver of this database holds the archive lease (`archive_lease_held`, 409): an
- * on-demand cycle did nothing. Retry after the running cycle ends.
- */
-export class ArchiveLeaseHeldError extends SecurityError {
-  readonly service: string;
-  constructor(service: string) {
-    super('archive_lease_held', `another archiver of the ${service} database holds the archive lease; nothing was archived`, { retryable: true });
-    this.service = service;
-  }
-}

@@ -12,11 +12,9 @@ export { securityMigrationSets, SECURITY_MIGRATIONS } from './migrations.ts';
 export { AUDIT_LOG_SPEC, DEAD_LETTER_AUDIT_SPEC, SECURITY_ARCHIVE_SPECS, ARCHIVE_BATCH_EVENT, announceArchivedBatch } from './archive-specs.ts';
 /** The audit consumer (`security.audit` on `#`) and the dead-letter consumer. */
 export { startAuditConsumers, AUDIT_CONSUMER, AUDIT_PATTERNS, type AuditConsumerOptions, type AuditConsumers } from './consumers.ts';
-/** The archive timer loop and on-demand cycle. */
-export { ArchiveRunner, type ArchiveRunnerOptions } from './archive-runner.ts';
 /** Reads and writes of the two audit tables. */
 export { recordEvent, recordDeadLetter, listAudit, listDeadLetters, MAX_AUDIT_PAGE, DEFAULT_AUDIT_PAGE, type AuditRow, type DeadLetterRow, type AuditQuery } from './audit-store.ts';
 /** The service's errors, each with a stable `code`. */
-export { SecurityError, InvalidQueryError, ArchiveLeaseHeldError } from './errors.ts';
+export { SecurityError, InvalidQueryError } from './errors.ts';
 /** What the devstack seeds and drives. */
 export { demo } from './demo.ts';

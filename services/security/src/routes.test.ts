@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AUDIT_LOG_SPEC, DEAD_LETTER_AUDIT_SPEC, SECURITY_ARCHIVE_SPECS } from './archive-specs.ts';
-import { ArchiveRunner } from './archive-runner.ts';
 import { InvalidQueryError } from './errors.ts';
 import { parseAuditQuery, parseLimit } from './routes.ts';
-import { Registry } from 'prom-client';
 
 describe('parseAuditQuery', () => {
   it('accepts the documented forms', () => {
@@ -34,10 +32,5 @@ describe('the archive wiring', () => {
     for (const spec of SECURITY_ARCHIVE_SPECS) {
       expect(spec).toMatchObject({ keyColumn: 'id', timestampColumn: 'received_at', fixpoint: { kind: 'insert_only' }, guards: [], mutableColumns: [] });
     }
-  });
-
-  it('refuses a cadence that is not a whole number of minutes', () => {
-    const engine = { service: 'security' } as ConstructorParameters<typeof ArchiveRunner>[0]['engine'];
-    expect(() => new ArchiveRunner({ engine, everyMinutes: 0, registry: new Registry() })).toThrow('everyMinutes must be a whole number ≥ 1: 0');
   });
 });

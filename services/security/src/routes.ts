@@ -1,6 +1,6 @@
 import type { Sql } from '@craig/db';
 import type { FastifyInstance } from 'fastify';
-import type { ArchiveRunner } from './archive-runner.ts';
+import type { ArchiveRunner } from '@craig/retention';
 import { DEFAULT_AUDIT_PAGE, listAudit, listDeadLetters, MAX_AUDIT_PAGE, type AuditQuery } from './audit-store.ts';
 import { InvalidQueryError } from './errors.ts';
 

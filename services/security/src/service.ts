@@ -1,13 +1,12 @@
 import type { Sql } from '@craig/db';
 import { OutboxWorker, redriveParked, replayEvents, type RetentionWindows, type Transport } from '@craig/mq';
-import { createArchiveEngine, type ArchiveEngine } from '@craig/retention';
+import { ArchiveRunner, createArchiveEngine, type ArchiveEngine } from '@craig/retention';
 import { createHttpApp, registerEventAdminRoutes, silentLogger } from '@craig/service';
 import type { ObjectStore } from '@craig/store';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { announceArchivedBatch, SECURITY_ARCHIVE_SPECS } from './archive-specs.ts';
-import { ArchiveRunner } from './archive-runner.ts';
 import { startAuditConsumers, type AuditConsumers } from './consumers.ts';
 import { registerRoutes } from './routes.ts';
 

@@ -1,4 +1,4 @@
-import type { ArchiveEngine, CycleReport } from '@craig/retention';
+import type { ArchiveEngine, CycleReport } from './engine.ts';
 import pino, { type Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { ArchiveLeaseHeldError } from './errors.ts';
@@ -18,7 +18,7 @@ function cycleCounter(registry: Registry): Counter<'status' | 'trigger'> {
   let counter = counters.get(registry);
   if (!counter) {
     counter = new Counter({
-      name: 'security_archive_cycles_total',
+      name: 'archive_cycles_total',
       help: 'Archive cycles started by this process, by status (completed, lease_held, aborted, failed) and trigger (timer, admin).',
       labelNames: ['status', 'trigger'],
       registers: [registry],
@@ -29,7 +29,8 @@ function cycleCounter(registry: Registry): Counter<'status' | 'trigger'> {
 }
 
 /**
- * Runs the archive engine every ARCHIVE_EVERY_MINUTES, and once on demand. The engine's lease
+ * Runs the archive engine every ARCHIVE_EVERY_MINUTES, and once on demand (a service's admin
+ * route). Every archiving service composes one. The engine's lease
  * (`pg_try_advisory_lock` on a dedicated session) is what keeps two archivers of one database
  * apart, across replicas and within this process alike: a cycle that finds it held does nothing.
  */
