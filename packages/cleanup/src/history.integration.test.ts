@@ -1,7 +1,8 @@
 import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
+import { retentionOverrun } from '@craig/mq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appendAll, cleanupHarness, seedItems, seedServer, type Harness } from '../test/harness.ts';
-import { sweepCleanupHistory, type HistoryTable } from './history.ts';
+import { cleanupRetentionSpecs, sweepCleanupHistory, type HistoryTable } from './history.ts';
 import { RUNTIME_ROLE } from './install.ts';
 import { cancel, createJob } from './jobs.ts';
 import { appendSeen, seal } from './manifest.ts';
@@ -53,6 +54,9 @@ describe('sweepCleanupHistory', () => {
     await h.admin`update cleanup_jobs set created_at = now() - interval '40 days', finished_at = now() - interval '30 days' where id in (${old}, ${oldCancelled})`;
     await h.admin`update cleanup_jobs set created_at = now() - interval '40 days' where id in (${collecting}, ${removing})`;
     expect(await rowsOf(old)).toMatchObject({ manifest: 40, job: 1 });
+    // Red: two finished jobs are past 14 days + 48 h grace; the old unfinished ones never count.
+    const [invariant] = cleanupRetentionSpecs(14);
+    expect(await retentionOverrun(h.admin, invariant!)).toMatchObject({ name: 'cleanup_history_retention_overrun', ok: false, overdueRows: 2 });
 
     const batches: Array<[HistoryTable, number]> = [];
     const result = await sweepCleanupHistory(h.db.url, { service: 'test', role: RUNTIME_ROLE, retentionDays: 14, batchSize: 16, onBatch: (t, b) => batches.push([t, b.deleted]) });
@@ -66,6 +70,7 @@ describe('sweepCleanupHistory', () => {
     expect((await rowsOf(recent)).manifest).toBe(5);
     expect(await rowsOf(collecting)).toEqual({ manifest: 2, steps: 0, job: 1 });
     expect((await rowsOf(removing)).job).toBe(1);
+    expect(await retentionOverrun(h.admin, invariant!)).toMatchObject({ ok: true, overdueRows: 0 });
   });
 
   it('one sweeper per database: a second one skips while the lock is held', async () => {

@@ -1,5 +1,5 @@
 import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
-import { definePruneTarget, pruneTable, type PruneTarget } from '@craig/mq';
+import { definePruneTarget, defineRetentionSpec, pruneTable, type PruneTarget, type RetentionSpec } from '@craig/mq';
 import type { Logger } from 'pino';
 
 export interface SweepHistoryOptions {
@@ -82,4 +82,21 @@ export async function sweepCleanupHistory(url: string, options: SweepHistoryOpti
     },
     { service: options.service, ...(options.role === undefined ? {} : { role: options.role }), ...(options.signal ? { signal: options.signal } : {}) },
   );
+}
+
+/**
+ * The history invariant, `cleanup_history_retention_overrun`, for `retentionOverrun`
+ * (@craig/mq): finished jobs older than the retention window plus the grace. Red means the
+ * history sweep is not running or cannot keep up, so the protocol's own tables grow.
+ */
+export function cleanupRetentionSpecs(retentionDays: number): RetentionSpec[] {
+  return [
+    defineRetentionSpec({
+      name: 'cleanup_history_retention_overrun',
+      table: 'cleanup_jobs',
+      column: 'finished_at',
+      windowDays: retentionDays,
+      eligible: (sql) => sql`t.state in ('completed', 'cancelled')`,
+    }),
+  ];
 }

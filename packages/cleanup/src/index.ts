@@ -25,7 +25,7 @@ export {
   type CleanupInstallOptions,
 } from './install.ts';
 /** Bounded removal of finished jobs' history through `pruneTable`. */
-export { sweepCleanupHistory, type SweepHistoryOptions, type SweepHistoryResult, type HistoryTable } from './history.ts';
+export { sweepCleanupHistory, cleanupRetentionSpecs, type SweepHistoryOptions, type SweepHistoryResult, type HistoryTable } from './history.ts';
 /** The worker loop that steps jobs to completion. */
 export { createCleanupRunner, DEFAULT_STEP_PAUSE_MS, type CleanupRunner, type CleanupRunnerOptions, type CycleReport } from './runner.ts';
 /** Prometheus metrics of the runner. */

@@ -14,7 +14,10 @@ export interface RetentionSpec {
   /** 0: the sweep is disabled and the invariant holds trivially. */
   readonly windowDays: number;
   readonly graceHours?: number;
-  /** The sweep's eligibility beyond age (e.g. published only); rows it never deletes are never overdue. */
+  /**
+   * The sweep's eligibility beyond age (e.g. published only); rows it never deletes are never
+   * overdue. The table is aliased `t` in the query, so a fragment may qualify its columns with it.
+   */
   readonly eligible?: (sql: Sql) => PendingQuery<Row[]>;
 }
 
@@ -45,10 +48,10 @@ export async function retentionOverrun(sql: Sql, spec: RetentionSpec): Promise<R
   if (spec.windowDays === 0) return { name: spec.name, ok: true, overdueRows: 0, oldest: null };
   const grace = spec.graceHours ?? OVERRUN_GRACE_HOURS;
   const [row] = await sql<{ n: string; oldest: Date | null }[]>`
-    select count(*)::text as n, min(${sql(spec.column)}) as oldest
-    from ${sql(spec.table)}
+    select count(*)::text as n, min(${sql(`t.${spec.column}`)}) as oldest
+    from ${sql(spec.table)} as t
     where ${spec.eligible ? sql`(${spec.eligible(sql)}) and` : sql``}
-      ${sql(spec.column)} < now() - make_interval(days => ${spec.windowDays}, hours => ${grace})`;
+      ${sql(`t.${spec.column}`)} < now() - make_interval(days => ${spec.windowDays}, hours => ${grace})`;
   const overdueRows = Number(row!.n);
   return { name: spec.name, ok: overdueRows === 0, overdueRows, oldest: row!.oldest };
 }

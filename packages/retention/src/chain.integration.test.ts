@@ -1,5 +1,6 @@
 // FK deletion order across a three-table chain (runs ← members ← handoffs, the exchange
 // shape), and the checks the engine makes of specs against the schema before it deletes.
+import { retentionOverrun } from '@craig/mq';
 import type { ObjectStore } from '@craig/store';
 import type { TestDatabase } from '@craig/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -7,6 +8,7 @@ import { fixtureDatabase, rejection, s3, storeFor, type S3TestServer } from '../
 import { createArchiveEngine, type ArchiveEngineOptions } from './engine.ts';
 import { ArchiveSpecError } from './errors.ts';
 import { readLedger } from './fetch.ts';
+import { archiveRetentionSpecs } from './overrun.ts';
 import { defineArchiveSpec, fixpoints, type ArchiveSpec } from './spec.ts';
 
 let db: TestDatabase;
@@ -73,7 +75,19 @@ describe('a three-table FK chain', () => {
         (gen_random_uuid(), 13, now() - interval '2 years'),
         (gen_random_uuid(), 21, now() - interval '10 days')`;
 
+    // The archive invariants see exactly what the engine would take now: a hot child keeps its
+    // parent out (guard), an open run is not at its fixpoint, a member inside the window is hot.
+    const invariants = archiveRetentionSpecs([handoffs, members, runs], 365);
+    expect(invariants.map((s) => s.name)).toEqual(['handoffs_archive_overrun', 'members_archive_overrun', 'runs_archive_overrun']);
+    const overruns = async () => Promise.all(invariants.map(async (spec) => retentionOverrun(db.sql, spec)));
+    expect((await overruns()).map((o) => [o.name, o.ok, o.overdueRows])).toEqual([
+      ['handoffs_archive_overrun', false, 3],
+      ['members_archive_overrun', true, 0], // every old member still has a handoff: guarded
+      ['runs_archive_overrun', false, 1], // only run 4 has no member
+    ]);
+
     const report = await engine([handoffs, members, runs]).runCycle();
+    expect((await overruns()).every((o) => o.ok && o.overdueRows === 0)).toBe(true);
     expect(report.tables.map((t) => [t.table, t.rows, t.outcome])).toEqual([
       ['handoffs', 3, 'drained'],
       ['members', 3, 'drained'],

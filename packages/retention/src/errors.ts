@@ -82,3 +82,15 @@ export class ArchiveIntegrityError extends RetentionError {
     this.problem = fields.problem;
   }
 }
+
+/**
+ * Another archiver of this database holds the archive lease (`archive_lease_held`, 409): an
+ * on-demand cycle did nothing. Retry after the running cycle ends.
+ */
+export class ArchiveLeaseHeldError extends RetentionError {
+  readonly service: string;
+  constructor(service: string) {
+    super('archive_lease_held', `another archiver of the ${service} database holds the archive lease; nothing was archived`, { retryable: true });
+    this.service = service;
+  }
+}

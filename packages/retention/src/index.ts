@@ -17,6 +17,8 @@ export {
   type TableOutcome,
   type TableReport,
 } from './engine.ts';
+/** The timer loop and on-demand cycle every archiving service composes. */
+export { ArchiveRunner, type ArchiveRunnerOptions } from './runner.ts';
 /** What to archive: a table, its key and timestamp, its fixpoint (a closed set) and its FK guards. */
 export {
   defineArchiveSpec,
@@ -32,6 +34,8 @@ export {
 } from './spec.ts';
 /** The writer-side in-WHERE refusal for columns the fixpoint does not read (precondition 4). */
 export { notAtFixpoint } from './writer-refusal.ts';
+/** The archive invariants (`<table>_archive_overrun`) for `retentionOverrun` from @craig/mq. */
+export { archiveRetentionSpecs } from './overrun.ts';
 /** The `retention` migration set (the archive ledger). */
 export { RETENTION_MIGRATIONS } from './migrations.ts';
 /** Reading archives back: the ledger, one verified object, and a whole-archive verification with orphans. */
@@ -56,6 +60,7 @@ export {
   ArchiveSpecError,
   BatchCountMismatchError,
   PurgeRefusedError,
+  ArchiveLeaseHeldError,
   ArchiveIntegrityError,
   type PurgeRequest,
 } from './errors.ts';

@@ -17,6 +17,8 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = Object.free
   lock_not_available: 409,
   // @craig/retention
   purge_refused: 403,
+  // services that archive: an on-demand cycle while another archiver holds the lease
+  archive_lease_held: 409,
   // @craig/cleanup (see packages/cleanup/src/errors.ts)
   server_busy: 409,
   invalid_external_ids: 400,

@@ -6,6 +6,7 @@ import { CASES_MIGRATION_SETS } from '@craig/svc-cases';
 import { inventoryMigrationSets } from '@craig/svc-inventory';
 import { PLACEMENTS_MIGRATION_SETS } from '@craig/svc-placements';
 import { SAFETY_MIGRATION_SETS } from '@craig/svc-safety';
+import { SECURITY_ARCHIVE_SPECS, securityMigrationSets } from '@craig/svc-security';
 
 /**
  * What xtask knows about a service: its settings profile and the migration sets it applies,
@@ -43,7 +44,16 @@ export function unregisterService(name: string): void {
 export function serviceEntry(name: string): ServiceEntry | undefined {
   const registered = registry.get(name);
   if (registered) return registered;
-  if (isServiceName(name)) return { profile: SERVICE_PROFILES[name], migrationSets: (settings) => builtInMigrationSets(name, settings) };
+  if (isServiceName(name)) {
+    const specs = builtInArchiveSpecs(name);
+    return { profile: SERVICE_PROFILES[name], migrationSets: (settings) => builtInMigrationSets(name, settings), ...(specs ? { archive: { specs } } : {}) };
+  }
+  return undefined;
+}
+
+/** The archive specs of a built-in service that archives, in FK deletion order. */
+export function builtInArchiveSpecs(service: string): readonly ArchiveSpec[] | undefined {
+  if (service === 'security') return SECURITY_ARCHIVE_SPECS;
   return undefined;
 }
 
@@ -62,7 +72,9 @@ export function builtInMigrationSets(service: string, settings: ServiceSettings)
   if (service === 'placements') return [...PLACEMENTS_MIGRATION_SETS];
   // safety: mq, `case_refs` (from @craig/service), then its own `safety`.
   if (service === 'safety') return [...SAFETY_MIGRATION_SETS];
+  // security: mq, `retention` (the archive ledger), then its own `security`.
+  if (service === 'security') return securityMigrationSets();
   // The archiving services carry the archive ledger (`retention`) after mq.
-  if (service === 'security' || service === 'rules' || service === 'exchange') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
+  if (service === 'rules' || service === 'exchange') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
   return [MQ_MIGRATIONS];
 }

@@ -130,14 +130,20 @@ describe('pnpm xtask archive <service>', () => {
   it('refuses services it cannot archive', async () => {
     expect((await xtask(['archive', 'nope'])).stderr).toContain('unknown service "nope"');
     expect((await xtask(['archive', 'cases'])).stderr).toContain('service "cases" does not archive');
-    const unregistered = await xtask(['archive', 'security'], {
-      CRAIG_SECURITY__DATABASE_URL: db.url,
-      CRAIG_SECURITY__ADMIN_TOKEN: 'x'.repeat(16),
-      CRAIG_SECURITY__OBJECT_STORE_BACKEND: 's3',
-      CRAIG_SECURITY__OBJECT_STORE_BUCKET: 'b-b-b',
-    });
-    expect(unregistered).toMatchObject({ code: 2 });
-    expect(unregistered.stderr).toContain('no archive specs are registered for service "security"');
+    // A service whose profile archives but which registered no specs.
+    registerService({ profile: defineServiceProfile({ name: 'arch-nospecs', httpPort: 0, archive: { defaultHotWindowDays: 30, minHotWindowDays: 1 } }), migrationSets: [] });
+    try {
+      const unregistered = await xtask(['archive', 'arch-nospecs'], {
+        CRAIG_ARCH_NOSPECS__DATABASE_URL: db.url,
+        CRAIG_ARCH_NOSPECS__ADMIN_TOKEN: 'x'.repeat(16),
+        CRAIG_ARCH_NOSPECS__OBJECT_STORE_BACKEND: 's3',
+        CRAIG_ARCH_NOSPECS__OBJECT_STORE_BUCKET: 'b-b-b',
+      });
+      expect(unregistered).toMatchObject({ code: 2 });
+      expect(unregistered.stderr).toContain('no archive specs are registered for service "arch-nospecs"');
+    } finally {
+      unregisterService('arch-nospecs');
+    }
     const local = await xtask(['archive', NAME], { CRAIG_ARCH_LAB__OBJECT_STORE_BACKEND: 'local' });
     expect(local.code).toBe(1);
     expect(local.stderr).toContain('a local-filesystem backend has no timeouts');

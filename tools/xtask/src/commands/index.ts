@@ -4,9 +4,10 @@ import { archiveFetchCommand } from './archive-fetch.ts';
 import { benchCommand } from './bench.ts';
 import { devstackCommand } from './devstack.ts';
 import { docsCommand } from './docs.ts';
+import { invariantsCommand } from './invariants.ts';
 import { migrateCommand } from './migrate.ts';
 import { pruneCommand } from './prune.ts';
 import { schemaCommand } from './schema.ts';
 
 /** Every command, in `--help` order. */
-export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, pruneCommand, archiveCommand, archiveFetchCommand, docsCommand, schemaCommand, benchCommand];
+export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, pruneCommand, invariantsCommand, archiveCommand, archiveFetchCommand, docsCommand, schemaCommand, benchCommand];

@@ -1,0 +1,54 @@
+import type { TransactionSql } from '@craig/db';
+import { stageEvent } from '@craig/mq';
+import { defineArchiveSpec, fixpoints, type ArchivedBatch, type ArchiveSpec } from '@craig/retention';
+
+/**
+ * `audit_log`: insert-only (at its fixpoint from birth), hot for ARCHIVE_HOT_WINDOW_DAYS after
+ * `received_at` (when security saw the event, never a producer's clock).
+ */
+export const AUDIT_LOG_SPEC: ArchiveSpec = defineArchiveSpec({
+  table: 'audit_log',
+  keyColumn: 'id',
+  timestampColumn: 'received_at',
+  fixpoint: fixpoints.insertOnly(),
+});
+
+/** `dead_letter_audit`: insert-only, hot for ARCHIVE_HOT_WINDOW_DAYS after `received_at`. */
+export const DEAD_LETTER_AUDIT_SPEC: ArchiveSpec = defineArchiveSpec({
+  table: 'dead_letter_audit',
+  keyColumn: 'id',
+  timestampColumn: 'received_at',
+  fixpoint: fixpoints.insertOnly(),
+});
+
+/** The specs in FK deletion order (the two tables are independent: no foreign keys). */
+export const SECURITY_ARCHIVE_SPECS: readonly ArchiveSpec[] = Object.freeze([AUDIT_LOG_SPEC, DEAD_LETTER_AUDIT_SPEC]);
+
+/** The event type announcing one archived batch. */
+export const ARCHIVE_BATCH_EVENT = 'security.archive.batch';
+
+/**
+ * The engine's `onBatchArchived` hook: stage `security.archive.batch` in the batch's ledger +
+ * delete transaction, so the announcement exists exactly when the batch's delete committed
+ * (the event id is the archive id: one announcement per archive object, ever).
+ */
+export async function announceArchivedBatch(tx: TransactionSql, batch: ArchivedBatch): Promise<void> {
+  await stageEvent(tx, {
+    eventId: batch.archiveId,
+    aggregateType: 'archive',
+    aggregateId: batch.archiveId,
+    eventType: ARCHIVE_BATCH_EVENT,
+    payload: {
+      archiveId: batch.archiveId,
+      table: batch.table,
+      key: batch.key,
+      rows: batch.rowCount,
+      bytes: batch.bytes,
+      sha256: batch.sha256,
+      minKey: batch.minKey,
+      maxKey: batch.maxKey,
+      minTs: batch.minTs,
+      maxTs: batch.maxTs,
+    },
+  });
+}

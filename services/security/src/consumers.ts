@@ -1,0 +1,85 @@
+import type { Sql } from '@craig/db';
+import { startConsumer, type Subscription, type Transport } from '@craig/mq';
+import pino, { type Logger } from 'pino';
+import { Counter, type Registry } from 'prom-client';
+import { recordDeadLetter, recordEvent } from './audit-store.ts';
+
+/** The inbox consumer that audits every event (`#`). */
+export const AUDIT_CONSUMER = 'security.audit';
+/** Every routing key: security sees every event of the fleet. */
+export const AUDIT_PATTERNS: readonly string[] = Object.freeze(['#']);
+
+export interface AuditConsumerOptions {
+  readonly transport: Transport;
+  /** The security database's pool. */
+  readonly sql: Sql;
+  /** Settings INBOX_MAX_RETRIES: retries of a failed audit write before the event is dead-lettered. */
+  readonly maxRetries: number;
+  readonly registry: Registry;
+  readonly logger?: Logger;
+  readonly prefetch?: number;
+  readonly retryDelayMs?: (attempt: number) => number;
+}
+
+export interface AuditConsumers {
+  readonly events: Subscription;
+  readonly deadLetters: Subscription;
+  /** Stop both (handlers in flight finish or are released for redelivery). */
+  close(options?: { readonly graceMs?: number }): Promise<void>;
+}
+
+const counters = new WeakMap<Registry, Counter<'outcome'>>();
+function deadLetterCounter(registry: Registry): Counter<'outcome'> {
+  let counter = counters.get(registry);
+  if (!counter) {
+    counter = new Counter({ name: 'security_dead_letters_total', help: 'Dead letters consumed from the dead-letter queue, by outcome (recorded, duplicate).', labelNames: ['outcome'], registers: [registry] });
+    counters.set(registry, counter);
+  }
+  return counter;
+}
+
+/**
+ * Subscribe the audit consumer to `#` (one `audit_log` row per event, in the inbox transaction)
+ * and the fleet's dead-letter queue (one `dead_letter_audit` row per dead letter). A dead letter
+ * whose write fails is never dropped: the transport shows it again later.
+ */
+export async function startAuditConsumers(options: AuditConsumerOptions): Promise<AuditConsumers> {
+  const logger = options.logger ?? pino({ level: 'silent' });
+  const counter = deadLetterCounter(options.registry);
+  const events = await startConsumer({
+    transport: options.transport,
+    sql: options.sql,
+    consumer: AUDIT_CONSUMER,
+    patterns: AUDIT_PATTERNS,
+    maxRetries: options.maxRetries,
+    registry: options.registry,
+    logger,
+    handler: (event, tx, delivery) => recordEvent(tx, event, delivery.body),
+    ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
+    ...(options.retryDelayMs ? { retryDelayMs: options.retryDelayMs } : {}),
+  });
+  let deadLetters: Subscription;
+  try {
+    deadLetters = await options.transport.subscribeDeadLetters(
+      {
+        ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
+        ...(options.retryDelayMs ? { retryDelayMs: options.retryDelayMs } : {}),
+      },
+      async (letter) => {
+        const recorded = await recordDeadLetter(options.sql, letter);
+        counter.inc({ outcome: recorded ? 'recorded' : 'duplicate' });
+        logger.warn({ consumer: letter.consumer, eventId: letter.eventId, routingKey: letter.routingKey, attempts: letter.attempts, error: letter.error, recorded }, 'dead letter audited');
+      },
+    );
+  } catch (error) {
+    await events.close({ graceMs: 0 });
+    throw error;
+  }
+  return {
+    events,
+    deadLetters,
+    async close(close = {}) {
+      await Promise.all([events.close(close), deadLetters.close(close)]);
+    },
+  };
+}

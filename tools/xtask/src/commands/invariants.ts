@@ -1,0 +1,91 @@
+import { cleanupRetentionSpecs } from '@craig/cleanup';
+import { createClient } from '@craig/db';
+import { readPruneLatches, retentionOverrun, transportRetentionSpecs, type RetentionSpec } from '@craig/mq';
+import { archiveRetentionSpecs } from '@craig/retention';
+import { loadServiceSettings } from '@craig/settings';
+import { parseArgs, UsageError, writeLine, type Command } from '../command.ts';
+import { printTable } from '../bench/measure.ts';
+import { knownServiceNames, serviceEntry } from '../services.ts';
+
+/** One line of the report: an invariant and whether it holds. */
+export interface InvariantResult {
+  readonly name: string;
+  readonly ok: boolean;
+  /** Rows that break it (overdue rows, parked rows), 0 when it holds. */
+  readonly rows: number;
+  readonly detail: string;
+}
+
+export const invariantsCommand: Command = {
+  name: 'invariants',
+  summary: "check a service's retention invariants (report-only; exit 1 when one is red)",
+  usage: `pnpm xtask invariants <service> [--json]
+
+Reads the service's database (CRAIG_<SERVICE>__DATABASE_URL) and checks, with the database's
+own clock, that every sweep is keeping up. Nothing is changed.
+
+  event_outbox_retention_overrun   published outbox rows older than the outbox window + 48 h
+  event_inbox_retention_overrun    inbox rows older than the inbox window + 48 h
+  prune_latch                      no transport sweep is latched at its cycle cap
+  event_outbox_parked              no outbox row is parked (never delivered; redrive it)
+  <table>_archive_overrun          archivable rows older than the hot window + 48 h
+                                   (archiving services with registered specs)
+  cleanup_history_retention_overrun
+                                   finished cleanup jobs older than their retention + 48 h
+                                   (services with cleanup jobs)
+
+A window of 0 (sweep disabled) holds trivially. Exit 0 when all hold, 1 when any is red.
+--json prints the results as JSON.`,
+  async run(ctx) {
+    const { positionals, flags } = parseArgs(ctx.argv, { flags: ['json'] });
+    const [name, ...extra] = positionals;
+    if (!name || extra.length > 0) throw new UsageError('expected exactly one service name');
+    const entry = serviceEntry(name);
+    if (!entry) throw new UsageError(`unknown service "${name}" (known: ${knownServiceNames().join(', ')})`);
+    const settings = loadServiceSettings(entry.profile, ctx.env);
+    const specs: RetentionSpec[] = [...transportRetentionSpecs(settings.retention)];
+    if (settings.archive && entry.archive) specs.push(...archiveRetentionSpecs(entry.archive.specs, settings.archive.hotWindowDays));
+    if (settings.cleanup) specs.push(...cleanupRetentionSpecs(settings.cleanup.jobRetentionDays));
+
+    const sql = createClient(settings.databaseUrl, { service: `${name}:xtask`, max: 1 });
+    const results: InvariantResult[] = [];
+    try {
+      for (const spec of specs) {
+        const o = await retentionOverrun(sql, spec);
+        results.push({
+          name: o.name,
+          ok: o.ok,
+          rows: o.overdueRows,
+          detail: spec.windowDays === 0 ? 'sweep disabled (window 0)' : o.ok ? `none older than ${spec.windowDays} d + grace` : `${o.overdueRows} overdue, oldest ${o.oldest?.toISOString() ?? '?'}`,
+        });
+      }
+      const latches = [...(await readPruneLatches(sql)).values()];
+      results.push({
+        name: 'prune_latch',
+        ok: latches.length === 0,
+        rows: 0,
+        detail:
+          latches.length === 0
+            ? 'no sweep latched'
+            : latches.map((l) => `${l.target} latched since ${l.latchedAt.toISOString()}: pnpm xtask prune ${name} --resume ${l.target}`).join('; '),
+      });
+      const [parked] = await sql<{ n: number }[]>`select count(*)::int as n from event_outbox where parked_at is not null`;
+      results.push({
+        name: 'event_outbox_parked',
+        ok: parked!.n === 0,
+        rows: parked!.n,
+        detail: parked!.n === 0 ? 'nothing parked' : `${parked!.n} parked rows never delivered: POST /v1/admin/events/redrive`,
+      });
+    } finally {
+      await sql.end({ timeout: 5 });
+    }
+
+    if (flags.has('json')) writeLine(ctx.stdout, JSON.stringify({ service: name, ok: results.every((r) => r.ok), invariants: results }, null, 2));
+    else {
+      printTable(ctx.stdout, ['invariant', 'state', 'detail'], results.map((r) => [r.name, r.ok ? 'ok' : 'RED', r.detail]));
+      const red = results.filter((r) => !r.ok).length;
+      writeLine(ctx.stdout, red === 0 ? `${name}: every invariant holds` : `${name}: ${red} invariant(s) red`);
+    }
+    return results.every((r) => r.ok) ? 0 : 1;
+  },
+};
