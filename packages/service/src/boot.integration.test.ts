@@ -51,6 +51,7 @@ describe('bootService', () => {
         migrations: [MQ_MIGRATIONS],
         pool: { max: 2 },
         build: (ctx) => {
+          ctx.onStop('object store', async () => void order.push('object store closed'));
           const app = createHttpApp({ service: 'cases', logger: ctx.logger, registry: ctx.registry, adminToken: ctx.settings.adminToken });
           app.addHook('onReady', async () => void order.push('http'));
           const outbox = new OutboxWorker({ service: 'cases', sql: ctx.sql, databaseUrl: ctx.settings.databaseUrl, transport: ctx.transport, retention: ctx.settings.retention, maxAttempts: 3, registry: ctx.registry });
@@ -83,8 +84,8 @@ describe('bootService', () => {
     } finally {
       await life.stop();
     }
-    expect(stoppedSteps()).toEqual(['http', 'looper', 'sweeper', 'consumer boot-test.cases', 'outbox worker', 'transport', 'database pool']);
-    expect(order).toContain('sweeper stopped');
+    expect(stoppedSteps()).toEqual(['http', 'looper', 'sweeper', 'consumer boot-test.cases', 'outbox worker', 'object store', 'transport', 'database pool']);
+    expect(order.slice(-2)).toEqual(['sweeper stopped', 'object store closed']);
   });
 
   it('a build that throws leaves only what had started (transport, pool) for the caller to stop', async () => {

@@ -17,6 +17,11 @@ export interface BootContext<S extends BaseSettings = BaseSettings> {
   readonly sql: Sql;
   readonly transport: Transport;
   readonly registry: Registry;
+  /**
+   * Register something `build` opened (an object store client, a second pool) to stop after the
+   * outbox worker and before the transport: it outlives everything that could still use it.
+   */
+  onStop(name: string, stop: () => Promise<void>): void;
 }
 
 /** An inbox consumer the boot helper subscribes with `startConsumer` (the service's pool, registry, logger). */
@@ -96,7 +101,7 @@ export async function bootService<S extends BaseSettings>(settings: S, logger: L
   life.add('transport', () => transport.close());
 
   const registry = new Registry();
-  const context: BootContext<S> = { settings, logger, sql, transport, registry };
+  const context: BootContext<S> = { settings, logger, sql, transport, registry, onStop: (name, stop) => life.add(name, stop) };
   const parts = await options.build(context);
 
   if (parts.outbox) {
