@@ -43,7 +43,18 @@ describe('inventory main.ts', () => {
       expect(created.status).toBe(201);
       proc.child.kill('SIGTERM');
       expect(await proc.exited).toBe(0);
-      const stopped = [...proc.output().matchAll(/"step":"([^"]+)"[^\n]*"msg":"stopped"/g)].map((m) => m[1]);
+      // By each line's own time, not arrival order: under load the child's last log lines can
+      // reach the pipe out of order (the timestamps are still right).
+      const stopped = proc
+        .output()
+        .split('\n')
+        .flatMap((line) => {
+          if (!line.startsWith('{') || !line.endsWith('}')) return [];
+          const entry = JSON.parse(line) as { msg?: string; step?: string; time?: string };
+          return entry.msg === 'stopped' && entry.step ? [{ step: entry.step, at: Date.parse(entry.time ?? '') }] : [];
+        })
+        .sort((a, b) => a.at - b.at)
+        .map((e) => e.step);
       // Background work stops before the outbox worker: whatever it staged is still drained meanwhile.
       expect(stopped).toEqual(['http', 'cleanup runner', 'outbox worker', 'transport', 'database pool']);
     } finally {

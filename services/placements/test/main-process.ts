@@ -7,7 +7,7 @@ export interface MainProcess {
   readonly exited: Promise<number | null>;
   /** stdout and stderr so far. */
   output(): string;
-  /** The `step` of each "stopped" log line, in order. */
+  /** The `step` of each "stopped" log line, in the order they were logged. */
   stoppedSteps(): string[];
 }
 
@@ -25,6 +25,17 @@ export function startMain(env: Record<string, string>): MainProcess {
     child,
     exited,
     output: () => out,
-    stoppedSteps: () => [...out.matchAll(/"step":"([^"]+)"[^\n]*"msg":"stopped"/g)].map((m) => m[1]!),
+    // By each line's own time, not arrival order: under load a child's last log lines can reach
+    // the pipe out of order (the timestamps are still right).
+    stoppedSteps: () =>
+      out
+        .split('\n')
+        .flatMap((line) => {
+          if (!line.startsWith('{') || !line.endsWith('}')) return [];
+          const entry = JSON.parse(line) as { msg?: string; step?: string; time?: string };
+          return entry.msg === 'stopped' && entry.step ? [{ step: entry.step, at: Date.parse(entry.time ?? '') }] : [];
+        })
+        .sort((a, b) => a.at - b.at)
+        .map((e) => e.step),
   };
 }
