@@ -103,7 +103,7 @@ function run(file: string, args: string[], user: RunAs | undefined): Promise<voi
 }
 
 /** initdb (when the directory is new) and start a server on 127.0.0.1:port; no Unix socket. */
-export async function startCluster(options: { dataDir: string; port: number; password: string; onLog?: (line: string) => void }): Promise<Cluster> {
+export async function startCluster(options: { dataDir: string; port: number; password: string; onLog?: (line: string) => void; detached?: boolean }): Promise<Cluster> {
   const user = runAs();
   const native = await usableBinaries(user);
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
@@ -124,7 +124,7 @@ export async function startCluster(options: { dataDir: string; port: number; pas
   const child: ChildProcess = spawn(
     join(native, 'bin', 'postgres'),
     ['-D', options.dataDir, '-p', String(options.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200', '-c', 'fsync=off'],
-    { ...(user ? { uid: user.uid, gid: user.gid } : {}), env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    { ...(user ? { uid: user.uid, gid: user.gid } : {}), env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'pipe', 'pipe'], detached: options.detached ?? false },
   );
   let log = '';
   const collect = (d: Buffer) => {
