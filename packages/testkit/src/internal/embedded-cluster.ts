@@ -35,8 +35,11 @@ function locateBinaries(): Binaries {
   try {
     pkgJson = require.resolve(`${platformPackage}/package.json`);
   } catch {
-    // "exports" hides package.json; walk from the entry point instead.
-    pkgJson = join(dirname(dirname(fileURLToPath(import.meta.resolve(platformPackage, `file://${wrapper}`)))), 'package.json');
+    // "exports" hides package.json; walk from the entry point (dist/index.js) instead. Resolved
+    // from the wrapper with require, not `import.meta.resolve(spec, parent)`: Node 20 ignores
+    // that parent argument without --experimental-import-meta-resolve (vitest's transform
+    // hid it, plain tsx does not).
+    pkgJson = join(dirname(dirname(require.resolve(platformPackage))), 'package.json');
   }
   const root = dirname(pkgJson);
   const { version } = createRequire(pkgJson)('./package.json') as { version: string };

@@ -116,6 +116,7 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
     // PostgreSQL: the server the settings name, else the embedded cluster in <state-dir>/pg.
     const profiles = selected.map((s) => s.profile);
     let serverUrl: string | undefined;
+    let embeddedUrl: string | undefined;
     if (needsServer(profiles, io.env, options.rabbitmq)) {
       const choice = chooseServer(io.env);
       if (choice.kind === 'external') {
@@ -128,6 +129,7 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
         const server: EmbeddedServer = await startEmbeddedPostgres({ dataDir: join(options.stateDir, 'pg'), detached: true, onLog: (text) => appendFileSync(pgLog, text) });
         stops.push({ name: 'PostgreSQL', stop: () => server.stop() });
         serverUrl = server.url;
+        embeddedUrl = server.url;
         banner.push(`  PostgreSQL  embedded 15 at ${redact(server.url)} (data ${shown(server.dataDir)}, log ${shown(pgLog)})`);
       }
     }
@@ -225,7 +227,7 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
     async function onReady(r: Running): Promise<void> {
       event(`${r.service.name}: ready on http://127.0.0.1:${r.settings.http.port}`);
       if (r.traffic || !r.demo) return;
-      const key = databaseKey(r.settings.databaseUrl);
+      const key = databaseKey(r.settings.databaseUrl, embeddedUrl !== undefined && sameServer(r.settings.databaseUrl, embeddedUrl));
       const record = state.seeded[key];
       if (record?.oid === r.databaseOid) {
         r.seedNote = `aged history seeded by an earlier run (${record.at}); --fresh or a new --db-prefix seeds again`;

@@ -24,8 +24,11 @@ export async function saveState(dir: string, state: DevstackState): Promise<void
   await writeFile(file(dir), `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
 }
 
-/** The key of a database in `seeded`. */
-export function databaseKey(url: string): string {
+/**
+ * The key of a database in `seeded`: `host:port/database`, or `embedded/database` for the
+ * embedded cluster, which listens on a new free port every run.
+ */
+export function databaseKey(url: string, embedded: boolean): string {
   const u = new URL(url);
-  return `${u.hostname}:${u.port || '5432'}${u.pathname}`;
+  return `${embedded ? 'embedded' : `${u.hostname}:${u.port || '5432'}`}${u.pathname}`;
 }
