@@ -40,7 +40,7 @@ function cleanup(a: Activity | undefined): string {
 }
 
 function status(row: ServiceRow): string {
-  return row.restarts > 0 ? `${row.status} (${row.restarts} restarts)` : row.status;
+  return row.restarts > 0 ? `${row.status} (${row.restarts} restart${row.restarts === 1 ? '' : 's'})` : row.status;
 }
 
 function counts(row: ServiceRow): string {
