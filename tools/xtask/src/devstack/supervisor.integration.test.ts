@@ -31,7 +31,7 @@ describe('SupervisedService', () => {
     const port = await freePort();
     const events: string[] = [];
     let ready = 0;
-    const s = new SupervisedService({ name: 'svc', root: ROOT, mainFile: main, env: { ...process.env, PORT: String(port) } as Record<string, string>, logFile: join(dir, 'serves.log'), port, onEvent: (l) => events.push(l), onReady: () => ready++ });
+    const s = new SupervisedService({ name: 'svc', root: ROOT, mainFile: main, env: { ...process.env, PORT: String(port) }, logFile: join(dir, 'serves.log'), port, onEvent: (l) => events.push(l), onReady: () => ready++ });
     s.start();
     await eventually(() => expect(s.status).toBe('up'), { timeoutMs: 20_000 });
     expect(ready).toBe(1);
