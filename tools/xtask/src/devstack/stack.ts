@@ -6,8 +6,7 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
 import type { Writable } from 'node:stream';
-import { createClient, type Sql } from '@craig/db';
-import type { DemoContext, ServiceDemo } from '@craig/service';
+import { createClient } from '@craig/db';
 import { loadServiceSettings, type ServiceSettings } from '@craig/settings';
 import { s3, startEmbeddedPostgres, tcpReachable, type EmbeddedServer, type S3TestServer } from '@craig/testkit';
 import { UsageError, writeLine } from '../command.ts';
@@ -16,11 +15,11 @@ import { assertAnswers, ensureDatabase, redact, sameServer } from './databases.t
 import { discoverServices, loadDemo, type BuiltService } from './discover.ts';
 import { amqpUrlFrom, childEnv, chooseServer, DEVSTACK_BUCKET, DEVSTACK_PRUNE_EVERY_TICKS, needsServer, serviceEnv, userObjectStore, withDatabase, type StackInfra } from './env.ts';
 import { LiveView, type ServiceRow } from './live-view.ts';
-import { parsePrometheusText } from './metrics-parse.ts';
 import { DevstackOptionError, type DevstackOptions } from './options.ts';
 import { databaseKey, loadState, saveState } from './state.ts';
 import { summarize } from './summary.ts';
 import { SupervisedService } from './supervisor.ts';
+import { observeAll, runTraffic, seeded, sleep, type Running } from './traffic.ts';
 
 export interface DevstackIo {
   readonly env: Readonly<Record<string, string | undefined>>;
@@ -29,51 +28,6 @@ export interface DevstackIo {
   readonly signal: AbortSignal;
   readonly root: string;
 }
-
-interface Running {
-  readonly service: BuiltService;
-  readonly settings: ServiceSettings;
-  readonly supervisor: SupervisedService;
-  readonly tracker: ActivityTracker;
-  readonly owner: Sql;
-  readonly databaseOid: number;
-  demo: ServiceDemo | undefined;
-  counts: Map<string, number | undefined>;
-  traffic: boolean;
-  seededThisRun: boolean;
-  seedNote: string | undefined;
-  ticks: number;
-  ticking: boolean;
-  lastError: { message: string; at: number } | undefined;
-  readonly random: () => number;
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts; leaves no listener behind either way. */
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-
-/** mulberry32: a small seeded generator, so a demo run can be repeated. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const hash = (s: string) => [...s].reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619) >>> 0, 2166136261);
 
 /** Run the devstack until `--for` elapses or the signal aborts; returns the exit code. */
 export async function runDevstack(options: DevstackOptions, io: DevstackIo): Promise<number> {
@@ -199,7 +153,7 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
         ticks: 0,
         ticking: false,
         lastError: undefined,
-        random: seeded(options.seed ^ hash(p.service.name)),
+        random: seeded(options.seed, p.service.name),
         supervisor: new SupervisedService({
           name: p.service.name,
           root: io.root,
@@ -256,27 +210,7 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
       const r = running.find((x) => x.service.name === name);
       return r?.supervisor.status === 'up' ? r.supervisor.url : undefined;
     };
-    const tickLoop = (async () => {
-      while (!traffic.signal.aborted) {
-        for (const r of running) {
-          if (!r.traffic || r.ticking || !r.demo?.tick || r.supervisor.status !== 'up') continue;
-          r.ticking = true;
-          const context: DemoContext = { urlOf, adminToken, signal: traffic.signal, random: r.random, tick: r.ticks++ };
-          void r.demo
-            .tick(context)
-            .catch((error: unknown) => {
-              if (traffic.signal.aborted) return;
-              const message = (error as Error).message;
-              // The same failure every second is one line every 30 s.
-              if (r.lastError?.message === message && performance.now() - r.lastError.at < 30_000) return;
-              r.lastError = { message, at: performance.now() };
-              event(`${r.service.name}: demo tick failed: ${message}`);
-            })
-            .finally(() => (r.ticking = false));
-        }
-        await sleep(1000, traffic.signal);
-      }
-    })();
+    const tickLoop = runTraffic(running, { adminToken, urlOf, signal: traffic.signal, event });
 
     // Live view: scrape /metrics and count the demo tables every 2 s.
     const rows = (): ServiceRow[] => [
@@ -284,28 +218,7 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
       ...notBuilt.map((name) => ({ name, status: 'not built yet' as const, restarts: 0, port: undefined, activity: undefined, counts: new Map() })),
       ...skipped.map((name) => ({ name, status: 'not selected' as const, restarts: 0, port: undefined, activity: undefined, counts: new Map() })),
     ];
-    const observe = async () => {
-      await Promise.all(
-        running.map(async (r) => {
-          if (r.supervisor.status === 'up') {
-            try {
-              const res = await fetch(`${r.supervisor.url}/metrics`, { signal: AbortSignal.timeout(1500) });
-              if (res.ok) for (const line of r.tracker.update(parsePrometheusText(await res.text()))) event(`${r.service.name}: ${line}`);
-            } catch {
-              // A service between restarts; the supervisor reports it.
-            }
-          }
-          for (const table of r.counts.keys()) {
-            try {
-              const [row] = await r.owner<{ n: number }[]>`select count(*)::int as n from ${r.owner(table)}`;
-              r.counts.set(table, row?.n);
-            } catch {
-              r.counts.set(table, undefined);
-            }
-          }
-        }),
-      );
-    };
+    const observe = () => observeAll(running, event);
     const viewStop = new AbortController();
     const viewLoop = (async () => {
       while (!viewStop.signal.aborted) {
