@@ -70,6 +70,40 @@ describe('xtask devstack', () => {
     expect(await tcpReachable('127.0.0.1', portBase + 7, 300)).toBe(false);
   }, 120_000);
 
+  it('never seeds demo history into a database that existed before it (CRAIG_<SVC>__DATABASE_URL)', async () => {
+    const admin = await postgres();
+    const existing = `${prefix}existing`;
+    const sql = pg(admin, { max: 1, onnotice: () => {} });
+    await sql`create database ${sql(existing)}`;
+    await sql.end();
+    const dir = await mkdtemp(join(tmpdir(), 'craig-devstack-test-'));
+    try {
+      const env: Record<string, string> = {};
+      for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('CRAIG_')) env[k] = v;
+      env.CRAIG__DATABASE_URL = admin;
+      const url = new URL(admin);
+      url.pathname = `/${existing}`;
+      env.CRAIG_INVENTORY__DATABASE_URL = url.toString();
+      const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'devstack', '--for', '2', '--quiet', '--port-base', String(await freeRange(8)), '--state-dir', dir, '--db-prefix', prefix, '--history-rows', '100'], {
+        cwd: ROOT,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      expect(await new Promise<number | null>((resolve) => child.once('exit', resolve)), out).toBe(0);
+      expect(out).toContain('inventory: its database existed before the devstack created any: no demo history seeded into it');
+      // The service installed its schema there (the database is on its allow-list) and ran, but no history went in.
+      const db = pg(url.toString(), { max: 1, onnotice: () => {} });
+      const [row] = await db`select (select count(*)::int from event_outbox) as outbox, (select count(*)::int from servers where external_id = 'seed-server') as seeded`;
+      await db.end();
+      expect(row).toEqual({ outbox: 0, seeded: 0 });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it('refuses a bad flag with a usage error naming the value', async () => {
     const stderr = capture();
     expect(await runXtask(['devstack', '--for', '45s'], { stdout: capture(), stderr, root: ROOT })).toBe(2);

@@ -129,10 +129,13 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
       ports.set(port, service.name);
       if (await tcpReachable('127.0.0.1', port, 300)) throw new UsageError(`port ${port} for ${service.name} is in use (another devstack?); pass --port-base N`);
       const maintenance = (url: string) => (serverUrl && sameServer(url, serverUrl) ? serverUrl : withDatabase(url, 'postgres'));
-      const { oid } = await ensureDatabase(settings.databaseUrl, maintenance(settings.databaseUrl));
+      const { oid, created } = await ensureDatabase(settings.databaseUrl, maintenance(settings.databaseUrl));
+      // Only databases the devstack created get demo history: never one that held data before.
+      if (created) state.created[databaseKey(settings.databaseUrl, embeddedUrl !== undefined && sameServer(settings.databaseUrl, embeddedUrl))] = oid;
       if (settings.transport.kind === 'postgres') await ensureDatabase(settings.transport.busDatabaseUrl, maintenance(settings.transport.busDatabaseUrl));
       prepared.push({ service, settings, env, oid });
     }
+    await saveState(options.stateDir, state);
     if (transport.kind === 'postgres') banner.push(`  transport   PostgreSQL bus ${redact(prepared[0]!.settings.transport.kind === 'postgres' ? prepared[0]!.settings.transport.busDatabaseUrl : '')}`);
 
     for (const p of prepared) {
@@ -185,6 +188,9 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
       const record = state.seeded[key];
       if (record?.oid === r.databaseOid) {
         r.seedNote = `aged history seeded by an earlier run (${record.at}); --fresh or a new --db-prefix seeds again`;
+      } else if (state.created[key] !== r.databaseOid) {
+        r.seedNote = 'its database existed before the devstack created any: no demo history seeded into it';
+        event(`${r.service.name}: ${r.seedNote}`);
       } else if (options.historyRows > 0) {
         event(`${r.service.name}: seeding ${options.historyRows.toLocaleString('en-US')} rows of aged history ...`);
         const t0 = performance.now();

@@ -7,6 +7,8 @@ export interface DevstackState {
   adminToken?: string;
   /** By `host:port/database`: the database's oid when it was seeded, so a recreated one is seeded again. */
   seeded: Record<string, { oid: number; at: string; rows: number }>;
+  /** By the same key: databases the devstack created (their oid); only these are seeded. */
+  created: Record<string, number>;
 }
 
 const file = (dir: string) => join(dir, 'state.json');
@@ -14,9 +16,9 @@ const file = (dir: string) => join(dir, 'state.json');
 export async function loadState(dir: string): Promise<DevstackState> {
   try {
     const parsed = JSON.parse(await readFile(file(dir), 'utf8')) as Partial<DevstackState>;
-    return { ...parsed, seeded: parsed.seeded ?? {} };
+    return { ...parsed, seeded: parsed.seeded ?? {}, created: parsed.created ?? {} };
   } catch {
-    return { seeded: {} };
+    return { seeded: {}, created: {} };
   }
 }
 
