@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, postgres, tcpReachable } from '@craig/testkit';
+import { postgres, tcpReachable } from '@craig/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { capture } from '../test-io.ts';
 import { runXtask } from '../run.ts';
@@ -28,11 +28,14 @@ afterAll(async () => {
   if (stateDir) await rm(stateDir, { recursive: true, force: true });
 });
 
-/** A base port with the seven after it free too. */
+/**
+ * A base port with the seven after it free too, below the kernel's ephemeral range (from 32768):
+ * concurrent tests listen on kernel-chosen ports (`freePort()`, port 0) there, and one that took
+ * a port of this range after the check would make the service's listen fail on every restart.
+ */
 async function freeRange(size: number): Promise<number> {
   for (;;) {
-    const base = await freePort();
-    if (base + size > 65535) continue;
+    const base = 20_000 + Math.floor(Math.random() * 12_000);
     const taken = await Promise.all(Array.from({ length: size }, (_, i) => tcpReachable('127.0.0.1', base + i, 200)));
     if (!taken.some(Boolean)) return base;
   }
