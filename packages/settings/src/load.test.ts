@@ -51,6 +51,19 @@ describe('loadServiceSettings', () => {
     expect(error.message).toContain(`CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS=${JSON.stringify(raw)}`);
   });
 
+  it('reads EVENT_PRUNE_EVERY_TICKS: hourly (3600) by default, any whole number from 1', () => {
+    expect(loadServiceSettings('cases', base).outbox.pruneEveryTicks).toBe(3600);
+    expect(loadServiceSettings('cases', { ...base, CRAIG__EVENT_PRUNE_EVERY_TICKS: '20' }).outbox.pruneEveryTicks).toBe(20);
+    expect(loadServiceSettings('inventory', { ...base, CRAIG_INVENTORY__DATABASE_URL: base.CRAIG_CASES__DATABASE_URL, CRAIG_INVENTORY__ADMIN_TOKEN: base.CRAIG_CASES__ADMIN_TOKEN, CRAIG_INVENTORY__EVENT_PRUNE_EVERY_TICKS: '1' }).outbox.pruneEveryTicks).toBe(1);
+  });
+
+  it.each(['0', '-5', '1.5', '20s', '', '604801'])('refuses EVENT_PRUNE_EVERY_TICKS %j, naming the variable and value', (raw) => {
+    const { error, issues } = problems('cases', { ...base, CRAIG_CASES__EVENT_PRUNE_EVERY_TICKS: raw });
+    expect(issues).toHaveLength(1);
+    expect(issues[0]).toMatchObject({ path: 'outbox.pruneEveryTicks', variable: 'CRAIG_CASES__EVENT_PRUNE_EVERY_TICKS', value: raw });
+    expect(error.message).toContain(`CRAIG_CASES__EVENT_PRUNE_EVERY_TICKS=${JSON.stringify(raw)}`);
+  });
+
   it('accepts the range ends and lets 0 disable either sweep', () => {
     expect(loadServiceSettings('cases', { ...base, CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS: '0' }).retention).toEqual({ outboxDays: 0, inboxDays: 31 });
     expect(loadServiceSettings('cases', { ...base, CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS: '3650', CRAIG_CASES__EVENT_INBOX_RETENTION_DAYS: '0' }).retention).toEqual({

@@ -39,7 +39,11 @@ export interface BaseSettings {
   readonly transport: TransportSettings;
   /** Transport-sweep windows in days; 0 disables that table's sweep. */
   readonly retention: { readonly outboxDays: number; readonly inboxDays: number };
-  readonly outbox: { readonly maxAttempts: number };
+  readonly outbox: {
+    readonly maxAttempts: number;
+    /** Outbox-worker ticks (1 s) between transport prune cycles (EVENT_PRUNE_EVERY_TICKS; 3600, hourly, by default). */
+    readonly pruneEveryTicks: number;
+  };
   readonly inbox: { readonly maxRetries: number };
 }
 

@@ -36,6 +36,7 @@ try {
     transport,
     retention: settings.retention,
     outboxMaxAttempts: settings.outbox.maxAttempts,
+    pruneEveryTicks: settings.outbox.pruneEveryTicks,
     logger,
   });
 

@@ -34,6 +34,14 @@ export function commonDefs(httpPort: number): SettingDef[] {
     def({ key: 'EVENT_OUTBOX_RETENTION_DAYS', path: 'retention.outboxDays', schema: v.retentionDays, default: '30', description: 'Days a *published* outbox row is kept (pending and parked rows are never pruned). 0 disables the outbox sweep. Move it fleet-wide only.' }),
     def({ key: 'EVENT_INBOX_RETENTION_DAYS', path: 'retention.inboxDays', schema: v.retentionDays, default: '31', description: 'Days an inbox dedup record is kept; must be ≥ outbox + 1 when both are non-zero (the dedup horizon). 0 disables the inbox sweep.' }),
     def({ key: 'OUTBOX_MAX_ATTEMPTS', path: 'outbox.maxAttempts', schema: v.wholeNumber(1, 1000, 'attempts'), default: '10', description: 'Failed publish attempts after which an outbox row is parked (kept, never pruned, redriven by an operator).' }),
+    def({
+      key: 'EVENT_PRUNE_EVERY_TICKS',
+      path: 'outbox.pruneEveryTicks',
+      schema: v.wholeNumber(1, 604800, 'ticks'),
+      default: '3600',
+      description:
+        'Outbox-worker ticks (1 s each) between transport prune cycles, from a per-service jitter. Production keeps the hourly default (3600); the devstack sets 20 so sweeps show within a minute.',
+    }),
     def({ key: 'INBOX_MAX_RETRIES', path: 'inbox.maxRetries', schema: v.wholeNumber(0, 100, 'retries'), default: '5', description: 'Handler retries before a message is dead-lettered.' }),
   ];
 }
