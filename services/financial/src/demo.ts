@@ -32,7 +32,7 @@ async function seedAgedHistory(sql: Sql, options: { readonly rows: number }): Pr
                  when g > ${aged} then 40 + (g - ${aged}) * 20 / ${recent}
                  when g % 10 = 0 then 1000 + g % 500
                  else 100 + (g - 1) * 300 / ${aged - 1} end, secs => g % 86400) as s
-        from generate_series(1, ${aged + recent}) g
+        from generate_series(1, ${aged + recent}::int) g
       ) x`;
     // Matched (waiting for settlement) and pending (waiting for an import), of any age.
     await tx`
@@ -43,7 +43,7 @@ async function seedAgedHistory(sql: Sql, options: { readonly rows: number }): Pr
              now() - make_interval(days => g % 200, secs => g % 3600),
              case when g <= ${aged + recent + matched} then now() - make_interval(secs => g % 3600) end, null,
              case when g <= ${aged + recent + matched} then 250.00 end
-      from generate_series(${aged + recent + 1}, ${aged + recent + matched + pending}) g`;
+      from generate_series(${aged + recent + 1}::int, ${aged + recent + matched + pending}::int) g`;
     await tx`
       insert into subsidy_imports (source, period, status, row_count, matched_count, imported_at, completed_at)
       select 'demo-county', p, 'completed', n, n, at, at
