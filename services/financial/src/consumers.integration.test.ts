@@ -21,8 +21,9 @@ describe.each<TransportKind>(['postgres', 'rabbitmq'])('financial.placements ove
     await h.drop();
   });
 
+  // Handlers run concurrently (prefetch 8): the order of arrival is not the order of staging.
   const queue = () => h.sql<{ placement_id: string; case_id: string | null; kind: string; status: string }[]>`
-    select placement_id, case_id, kind, status from subsidy_reconcile_queue order by id`;
+    select placement_id, case_id, kind, status from subsidy_reconcile_queue order by placement_id, kind desc`;
 
   it('enqueues one pending row per placement.started / placement.ended, once even when delivered twice', async () => {
     const started = new Date();
