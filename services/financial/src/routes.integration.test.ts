@@ -74,6 +74,21 @@ describe('POST /v1/subsidy-imports', () => {
   });
 });
 
+describe('concurrent imports', () => {
+  it('two imports racing for the same pending rows never match one row twice', async () => {
+    await pending('pl-race', 3);
+    const body = (source: string) => ({ source, period: '2026-09', lines: [{ placementId: 'pl-race', amount: '1' }, { placementId: 'pl-race', amount: '2' }] });
+    const [a, b] = await Promise.all([call(h.app, 'POST', '/v1/subsidy-imports', { body: body('feed-a') }), call(h.app, 'POST', '/v1/subsidy-imports', { body: body('feed-b') })]);
+    expect([a.status, b.status]).toEqual([201, 201]);
+    expect(a.body.import.matched + b.body.import.matched).toBe(3);
+    const [q] = await h.db.sql<{ matched: number; pending: number; lines: number }[]>`
+      select count(*) filter (where status = 'matched')::int as matched, count(*) filter (where status = 'pending')::int as pending,
+             (select count(*)::int from subsidy_import_lines where matched) as lines
+      from subsidy_reconcile_queue`;
+    expect(q).toEqual({ matched: 3, pending: 0, lines: 3 });
+  });
+});
+
 describe('POST /v1/admin/reconcile/settle', () => {
   it('needs the admin token', async () => {
     expect((await call(h.app, 'POST', '/v1/admin/reconcile/settle', { body: {} })).status).toBe(401);
