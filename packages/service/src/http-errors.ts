@@ -34,6 +34,9 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = Object.free
   parent_mismatch: 409,
   identity_immutable: 409,
   invalid_job_request: 400,
+  // financial: an import of a source and period already recorded; an on-demand sweep while another sweeper holds the lock
+  subsidy_import_exists: 409,
+  sweep_lock_held: 409,
 });
 
 export interface CodedError {

@@ -23,6 +23,7 @@ export type {
   CleanupSettings,
   LogLevel,
   ObjectStoreSettings,
+  ReconcileSweepSettings,
   ServiceSettings,
   SettingsFor,
   TransportSettings,

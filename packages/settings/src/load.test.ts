@@ -196,6 +196,35 @@ describe('loadServiceSettings', () => {
     expect(problems('inventory', { ...env, CRAIG_INVENTORY__CLEANUP_ALLOWED_DATABASES: 'inventory;drop' }).issues[0]?.path).toBe('cleanup.allowedDatabases');
   });
 
+  describe("financial's settled-reconcile sweep", () => {
+    const financial: Env = {
+      CRAIG_FINANCIAL__DATABASE_URL: 'postgres://postgres@127.0.0.1/financial',
+      CRAIG_FINANCIAL__ADMIN_TOKEN: 'a-long-enough-admin-token',
+      CRAIG__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1/bus',
+    };
+
+    it('defaults RECONCILE_SETTLED_RETENTION_DAYS to 90 and lets 0 disable it', () => {
+      expect(loadServiceSettings('financial', financial).reconcile).toEqual({ settledRetentionDays: 90 });
+      expect(loadServiceSettings('financial', { ...financial, CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS: '0' }).reconcile.settledRetentionDays).toBe(0);
+      expect(loadServiceSettings('financial', { ...financial, CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS: '3650' }).reconcile.settledRetentionDays).toBe(3650);
+    });
+
+    it.each(['90d', '-1', '1.5', '', '3651'])('refuses %j, naming the variable and the value', (raw) => {
+      const { error, issues } = problems('financial', { ...financial, CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS: raw });
+      expect(issues.map((i) => [i.path, i.variable, i.value])).toEqual([['reconcile.settledRetentionDays', 'CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS', raw]]);
+      expect(error.message).toContain(`CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS=${JSON.stringify(raw)}`);
+    });
+
+    it('is a setting of financial only: another service refuses its own key, and has no reconcile section', () => {
+      const { issues } = problems('cases', { ...base, CRAIG_CASES__RECONCILE_SETTLED_RETENTION_DAYS: '30' });
+      expect(issues[0]?.message).toContain('is not a setting of service "cases"');
+      // A fleet default is a key some service knows: accepted, and ignored by the others.
+      const cases = loadServiceSettings('cases', { ...base, CRAIG__RECONCILE_SETTLED_RETENTION_DAYS: '30' });
+      expect('reconcile' in cases).toBe(false);
+      expect(loadServiceSettings('financial', { ...financial, CRAIG__RECONCILE_SETTLED_RETENTION_DAYS: '30' }).reconcile.settledRetentionDays).toBe(30);
+    });
+  });
+
   it('refuses an unknown service name with a suggestion', () => {
     expect(() => loadServiceSettings('case' as 'cases', base)).toThrow(/did you mean "cases"/);
   });

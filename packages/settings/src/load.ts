@@ -182,6 +182,7 @@ function assemble(profile: ServiceProfile, values: Map<string, unknown>): Servic
       : { kind: 'postgres', busDatabaseUrl: t.busDatabaseUrl, exchange: t.exchange };
   if (!profile.archive) delete out.archive;
   if (!profile.cleanup) delete out.cleanup;
+  if (!profile.reconcileSweep) delete out.reconcile;
   return out as unknown as ServiceSettings;
 }
 

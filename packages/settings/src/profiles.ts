@@ -1,4 +1,4 @@
-import { archiveDefs, cleanupDefs, commonDefs, type SettingDef } from './internal/defs.ts';
+import { archiveDefs, cleanupDefs, commonDefs, reconcileSweepDefs, type SettingDef } from './internal/defs.ts';
 
 /** The eight services of the platform. */
 export const SERVICE_NAMES = ['cases', 'placements', 'safety', 'security', 'rules', 'exchange', 'financial', 'inventory'] as const;
@@ -14,6 +14,8 @@ export interface ServiceProfileOptions {
   /** Present when the service archives: its default and minimum hot window. */
   readonly archive?: { readonly defaultHotWindowDays: number; readonly minHotWindowDays: number };
   readonly cleanup?: boolean;
+  /** The service sweeps settled `subsidy_reconcile_queue` rows (RECONCILE_SETTLED_RETENTION_DAYS). */
+  readonly reconcileSweep?: boolean;
 }
 
 /** What a service reads from the environment. Built-in services have one each; tests may define their own. */
@@ -23,6 +25,7 @@ export interface ServiceProfile {
   readonly defs: readonly SettingDef[];
   readonly archive: boolean;
   readonly cleanup: boolean;
+  readonly reconcileSweep: boolean;
 }
 
 export function defineServiceProfile(options: ServiceProfileOptions): ServiceProfile {
@@ -32,12 +35,14 @@ export function defineServiceProfile(options: ServiceProfileOptions): ServicePro
   const defs = [...commonDefs(options.httpPort)];
   if (options.archive) defs.push(...archiveDefs(options.archive.defaultHotWindowDays, options.archive.minHotWindowDays));
   if (options.cleanup) defs.push(...cleanupDefs());
+  if (options.reconcileSweep) defs.push(...reconcileSweepDefs());
   return Object.freeze({
     name: options.name,
     envPrefix: `CRAIG_${options.name.toUpperCase().replaceAll('-', '_')}__`,
     defs: Object.freeze(defs),
     archive: options.archive !== undefined,
     cleanup: options.cleanup === true,
+    reconcileSweep: options.reconcileSweep === true,
   });
 }
 
@@ -51,7 +56,7 @@ export const SERVICE_PROFILES: Readonly<Record<ServiceName, ServiceProfile>> = O
   security: defineServiceProfile({ name: 'security', httpPort: 7104, archive: standardArchive }),
   rules: defineServiceProfile({ name: 'rules', httpPort: 7105, archive: standardArchive }),
   exchange: defineServiceProfile({ name: 'exchange', httpPort: 7106, archive: { defaultHotWindowDays: 365, minHotWindowDays: 365 } }),
-  financial: defineServiceProfile({ name: 'financial', httpPort: 7107 }),
+  financial: defineServiceProfile({ name: 'financial', httpPort: 7107, reconcileSweep: true }),
   inventory: defineServiceProfile({ name: 'inventory', httpPort: 7108, cleanup: true }),
 });
 

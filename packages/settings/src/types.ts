@@ -29,6 +29,12 @@ export interface CleanupSettings {
   readonly jobRetentionDays: number;
 }
 
+/** The financial service's sweep of settled `subsidy_reconcile_queue` rows. */
+export interface ReconcileSweepSettings {
+  /** Days a settled row is kept after `settled_at`; 0 disables the sweep. */
+  readonly settledRetentionDays: number;
+}
+
 /** Settings every service has. */
 export interface BaseSettings {
   readonly service: string;
@@ -51,9 +57,11 @@ export interface BaseSettings {
 export interface ServiceSettings extends BaseSettings {
   readonly archive?: ArchiveSettings;
   readonly cleanup?: CleanupSettings;
+  readonly reconcile?: ReconcileSweepSettings;
 }
 
 /** Settings of a built-in service, with the sections that service is known to have made required. */
 export type SettingsFor<S extends string> = BaseSettings &
   (S extends ArchiveServiceName ? { readonly archive: ArchiveSettings } : unknown) &
-  (S extends 'inventory' ? { readonly cleanup: CleanupSettings } : unknown);
+  (S extends 'inventory' ? { readonly cleanup: CleanupSettings } : unknown) &
+  (S extends 'financial' ? { readonly reconcile: ReconcileSweepSettings } : unknown);

@@ -68,3 +68,16 @@ export function cleanupDefs(): SettingDef[] {
     def({ key: 'CLEANUP_JOB_RETENTION_DAYS', path: 'cleanup.jobRetentionDays', schema: v.wholeNumber(1, 3650, 'days'), default: '14', description: 'Days the manifests and step records of finished jobs are kept.' }),
   ];
 }
+
+/** The financial service's terminal-state sweep of settled `subsidy_reconcile_queue` rows. */
+export function reconcileSweepDefs(): SettingDef[] {
+  return [
+    def({
+      key: 'RECONCILE_SETTLED_RETENTION_DAYS',
+      path: 'reconcile.settledRetentionDays',
+      schema: v.retentionDays,
+      default: '90',
+      description: 'Days a *settled* `subsidy_reconcile_queue` row is kept after `settled_at` (pending, matched and failed rows are never swept). 0 disables the sweep.',
+    }),
+  ];
+}
