@@ -60,3 +60,10 @@ export function cleanupDefs(): SettingDef[] {
     def({ key: 'CLEANUP_JOB_RETENTION_DAYS', path: 'cleanup.jobRetentionDays', schema: v.wholeNumber(1, 3650, 'days'), default: '14', description: 'Days the manifests and step records of finished jobs are kept.' }),
   ];
 }
+
+/** The exchange service's own terminal-state sweep of `exchange_send_jobs` (seed 000, service-local sweeps). */
+export function exchangeDefs(): SettingDef[] {
+  return [
+    def({ key: 'SEND_JOB_RETENTION_DAYS', path: 'sendJobs.retentionDays', schema: v.retentionDays, default: '30', description: 'Days a finished (`sent`, `failed`, `cancelled`) `exchange_send_jobs` row is kept after `finished_at`; queued and sending jobs are never swept. 0 disables the sweep.' }),
+  ];
+}
