@@ -44,7 +44,7 @@ async function seed(): Promise<void> {
 }
 
 const ids = async (table: 'ssa_transport_handoffs' | 'ssa_screening_members' | 'ssa_screening_runs') =>
-  (await h.db.sql<{ id: string }[]>`select id::text from ${h.db.sql(table)} order by id`).map((r) => Number(r.id));
+  (await h.db.sql<{ id: string }[]>`select id from ${h.db.sql(table)} order by id`).map((r) => Number(r.id));
 
 describe('exchange archive', () => {
   it('archives handoffs, then members, then runs; a parent with a hot dependent and a run inside the freshness horizon stay hot; no event is staged', async () => {
@@ -52,7 +52,7 @@ describe('exchange archive', () => {
     const originals = {
       handoffs: await h.db.sql<Record<string, string | null>[]>`select id::text, member_id::text, payload::text, created_at::text from ssa_transport_handoffs where id = 101`,
       members: await h.db.sql<Record<string, string | null>[]>`
-        select id::text, run_id::text, person_ref, status, created_at::text, completed_at::text from ssa_screening_members where id in (11, 12, 31, 61) order by id`,
+        select id::text, run_id::text, person_ref, status, created_at::text, completed_at::text from ssa_screening_members where id in (11, 12, 31, 61) order by ssa_screening_members.id`,
       runs: await h.db.sql<Record<string, string | null>[]>`
         select id::text, case_id, status, as_of::text, created_at::text, completed_at::text, invalidated_at::text from ssa_screening_runs where id = 1`,
     };

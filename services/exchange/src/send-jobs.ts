@@ -49,7 +49,7 @@ export async function listSendJobs(sql: Sql, query: { readonly status?: SendJobS
            to_char(finished_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as finished_at
     from exchange_send_jobs
     ${query.status === undefined ? sql`` : sql`where status = ${query.status}`}
-    order by id desc
+    order by exchange_send_jobs.id desc
     limit ${query.limit}`;
   return rows.map(toJob);
 }

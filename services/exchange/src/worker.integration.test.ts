@@ -58,7 +58,7 @@ describe('the exchange worker', () => {
     ]);
     const [handoff] = await h.db.sql`select m.person_ref, h.payload from ssa_transport_handoffs h join ssa_screening_members m on m.id = h.member_id`;
     expect(handoff).toMatchObject({ person_ref: 'p-1!match', payload: { runId: ok, caseId: 'c-1', personRef: 'p-1!match', asOf: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/) } });
-    expect(await h.db.sql`select id::text, status, completed_at is not null as done from ssa_screening_runs order by id`).toEqual([
+    expect(await h.db.sql`select id::text, status, completed_at is not null as done from ssa_screening_runs order by ssa_screening_runs.id`).toEqual([
       { id: ok, status: 'completed', done: true },
       { id: bad, status: 'failed', done: true },
     ]);
@@ -90,14 +90,14 @@ describe('the exchange worker', () => {
 
   it('a cancel racing the worker: each job ends in exactly one terminal state and the loser changes nothing', async () => {
     await h.db.sql`insert into exchange_send_jobs (case_id, destination) select 'race-' || g, 'ssa-gateway' from generate_series(1, 30) g`;
-    const ids = (await h.db.sql<{ id: string }[]>`select id::text from exchange_send_jobs order by id`).map((r) => r.id);
+    const ids = (await h.db.sql<{ id: string }[]>`select id::text from exchange_send_jobs order by exchange_send_jobs.id`).map((r) => r.id);
     const worker = new ExchangeWorker({ sql: h.sql, registry: new Registry(), batchSize: 5 });
     const cancels = Promise.all(ids.map((id) => call(h.app, 'POST', `/v1/send-jobs/${id}/cancel`)));
     const steps = (async () => {
       for (let i = 0; i < 8; i++) await worker.step();
     })();
     const [answers] = await Promise.all([cancels, steps]);
-    const final = await h.db.sql<{ id: string; status: string; attempts: number }[]>`select id::text, status, attempts from exchange_send_jobs order by id`;
+    const final = await h.db.sql<{ id: string; status: string; attempts: number }[]>`select id::text, status, attempts from exchange_send_jobs order by exchange_send_jobs.id`;
     answers.forEach((a, i) => {
       const row = final[i]!;
       if (a.status === 200) {

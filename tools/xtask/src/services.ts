@@ -2,6 +2,7 @@ import { isServiceName, SERVICE_PROFILES, type ServiceProfile, type ServiceSetti
 import type { MigrationSet } from '@craig/db';
 import { MQ_MIGRATIONS } from '@craig/mq';
 import { RETENTION_MIGRATIONS, type ArchiveSpec } from '@craig/retention';
+import { EXCHANGE_ARCHIVE_SPECS, exchangeMigrationSets } from '@craig/svc-exchange';
 import { inventoryMigrationSets } from '@craig/svc-inventory';
 import { SECURITY_ARCHIVE_SPECS, securityMigrationSets } from '@craig/svc-security';
 
@@ -51,6 +52,7 @@ export function serviceEntry(name: string): ServiceEntry | undefined {
 /** The archive specs of a built-in service that archives, in FK deletion order. */
 export function builtInArchiveSpecs(service: string): readonly ArchiveSpec[] | undefined {
   if (service === 'security') return SECURITY_ARCHIVE_SPECS;
+  if (service === 'exchange') return EXCHANGE_ARCHIVE_SPECS;
   return undefined;
 }
 
@@ -65,7 +67,9 @@ export function builtInMigrationSets(service: string, settings: ServiceSettings)
   if (service === 'inventory') return inventoryMigrationSets({ allowedDatabases: settings.cleanup?.allowedDatabases ?? [] });
   // security: mq, `retention` (the archive ledger), then its own `security`.
   if (service === 'security') return securityMigrationSets();
+  // exchange: mq, `retention` (the archive ledger), then its own `exchange`.
+  if (service === 'exchange') return exchangeMigrationSets();
   // The archiving services carry the archive ledger (`retention`) after mq.
-  if (service === 'rules' || service === 'exchange') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
+  if (service === 'rules') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
   return [MQ_MIGRATIONS];
 }
