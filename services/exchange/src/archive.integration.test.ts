@@ -1,10 +1,13 @@
 // Archive-then-prune of the SSA chain: handoffs → members → runs, FK order, NOT EXISTS guards,
 // the runs' quiescence horizon, exact read-back, and no outbox announcement (ledger-only).
 import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
-import { ArchiveRunner, readArchiveObject, readLedger } from '@craig/retention';
+import { ArchiveRunner, createArchiveEngine, readArchiveObject, readLedger } from '@craig/retention';
 import { eventually } from '@craig/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, call, counterValue, serviceHarness, type ServiceHarness } from '../test/harness.ts';
+import { ADMIN_TOKEN, call, counterValue, HOT_WINDOW_DAYS, serviceHarness, type ServiceHarness } from '../test/harness.ts';
+import { EXCHANGE_ARCHIVE_SPECS } from './archive-specs.ts';
+import { ScreeningPastFreshnessError } from './errors.ts';
+import { invalidateScreening } from './screenings.ts';
 
 let h: ServiceHarness;
 beforeAll(async () => {
@@ -112,6 +115,42 @@ describe('exchange archive', () => {
     expect(again.body.tables.map((t: { rows: number }) => t.rows)).toEqual([1, 1, 1]);
     expect(await ids('ssa_screening_runs')).toEqual([3, 4, 5, 6]);
     expect(await counterValue(h.registry, 'archive_rows_total', { table: 'ssa_screening_members' })).toBe(5);
+  });
+
+  it('precondition 4: while the runs batch is in flight, the invalidation is refused by its WHERE without waiting on the batch, and the archive holds the run as it was', async () => {
+    await seed();
+    const refusals: unknown[] = [];
+    // A test engine over the service's own specs, whose hook runs inside the runs batch's
+    // transaction after its delete: run 1 is deleted but not committed, its row locked.
+    const engine = createArchiveEngine({
+      service: 'exchange',
+      databaseUrl: h.db.url,
+      store: h.store,
+      specs: EXCHANGE_ARCHIVE_SPECS,
+      hotWindowDays: HOT_WINDOW_DAYS,
+      prefix: 'archive',
+      onBatchArchived: async (_tx, batch) => {
+        if (batch.table !== 'ssa_screening_runs') return;
+        // On another connection: an app-side check-then-write UPDATE would block here on the
+        // locked row; the in-WHERE refusal does not match it, so it returns at once.
+        refusals.push(await invalidateScreening(h.sql, '1').catch((e: unknown) => e));
+        // A run inside the freshness horizon is still the writer's to stamp.
+        refusals.push((await invalidateScreening(h.sql, '3')).invalidatedAt);
+      },
+    });
+    const report = await engine.runCycle();
+    expect(report.tables.map((t) => [t.table, t.rows])).toEqual([
+      ['ssa_transport_handoffs', 1],
+      ['ssa_screening_members', 4],
+      ['ssa_screening_runs', 1],
+    ]);
+    expect(refusals[0]).toBeInstanceOf(ScreeningPastFreshnessError);
+    expect(refusals[0]).toMatchObject({ code: 'screening_past_freshness', screeningId: '1' });
+    expect(refusals[1]).toEqual(expect.stringMatching(/Z$/));
+    const entry = (await readLedger(h.db.sql)).find((e) => e.table === 'ssa_screening_runs')!;
+    const [archived] = await readArchiveObject(h.store, entry);
+    expect(archived).toMatchObject({ id: '1', status: 'completed', invalidated_at: null });
+    expect(await ids('ssa_screening_runs')).toEqual([2, 3, 4, 5, 6]);
   });
 
   it('the admin route needs the token, and answers 409 archive_lease_held while another archiver holds the lease', async () => {
