@@ -19,6 +19,11 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = Object.free
   purge_refused: 403,
   // services that archive: an on-demand cycle while another archiver holds the lease
   archive_lease_held: 409,
+  // exchange (services/exchange/src/errors.ts)
+  send_job_not_found: 404,
+  send_job_terminal: 409,
+  screening_not_found: 404,
+  screening_past_freshness: 409,
   // @craig/cleanup (see packages/cleanup/src/errors.ts)
   server_busy: 409,
   invalid_external_ids: 400,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defineServiceProfile, loadServiceSettings, SettingsError, type Env, type ServiceName, type SettingsIssue } from './index.ts';
+import { defineServiceProfile, loadServiceSettings, SERVICE_PROFILES, SettingsError, type Env, type ServiceName, type SettingsIssue } from './index.ts';
 
 const base: Env = {
   CRAIG_CASES__DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/cases',
@@ -222,6 +222,46 @@ describe('loadServiceSettings', () => {
       const cases = loadServiceSettings('cases', { ...base, CRAIG__RECONCILE_SETTLED_RETENTION_DAYS: '30' });
       expect('reconcile' in cases).toBe(false);
       expect(loadServiceSettings('financial', { ...financial, CRAIG__RECONCILE_SETTLED_RETENTION_DAYS: '30' }).reconcile.settledRetentionDays).toBe(30);
+    });
+  });
+
+  describe("exchange's send-job sweep", () => {
+    const exchange: Env = {
+      CRAIG_EXCHANGE__DATABASE_URL: 'postgres://postgres@127.0.0.1/exchange',
+      CRAIG_EXCHANGE__ADMIN_TOKEN: 'a-long-enough-admin-token',
+      CRAIG__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1/bus',
+      CRAIG_EXCHANGE__OBJECT_STORE_BACKEND: 's3',
+      CRAIG_EXCHANGE__OBJECT_STORE_BUCKET: 'exchange-archive',
+    };
+
+    it('loads SEND_JOB_RETENTION_DAYS (default 30, 0 disables, whole days up to 3650)', () => {
+      expect(loadServiceSettings('exchange', exchange).sendJobs).toEqual({ retentionDays: 30 });
+      expect(loadServiceSettings('exchange', { ...exchange, CRAIG_EXCHANGE__SEND_JOB_RETENTION_DAYS: '0' }).sendJobs.retentionDays).toBe(0);
+      expect(loadServiceSettings('exchange', { ...exchange, CRAIG_EXCHANGE__SEND_JOB_RETENTION_DAYS: '3650' }).sendJobs.retentionDays).toBe(3650);
+      for (const raw of ['3651', '-1', '7d', '1.5']) {
+        const { issues } = problems('exchange', { ...exchange, CRAIG_EXCHANGE__SEND_JOB_RETENTION_DAYS: raw });
+        expect(issues).toEqual([expect.objectContaining({ path: 'sendJobs.retentionDays', variable: 'CRAIG_EXCHANGE__SEND_JOB_RETENTION_DAYS', value: raw })]);
+      }
+    });
+
+    it('is a setting of exchange only', () => {
+      expect('sendJobs' in loadServiceSettings('cases', base)).toBe(false);
+      const { issues } = problems('cases', { ...base, CRAIG_CASES__SEND_JOB_RETENTION_DAYS: '7' });
+      expect(issues[0]).toMatchObject({ variable: 'CRAIG_CASES__SEND_JOB_RETENTION_DAYS', message: expect.stringContaining('is not a setting of service "cases"') });
+    });
+
+    it('extraDefs add settings to a custom profile, and a clash with a built-in key is refused', () => {
+      const sweep = SERVICE_PROFILES.exchange.defs.find((d) => d.key === 'SEND_JOB_RETENTION_DAYS')!;
+      const profile = defineServiceProfile({ name: 'sweep-lab', httpPort: 0, extraDefs: [sweep] });
+      const s = loadServiceSettings(profile, {
+        CRAIG_SWEEP_LAB__DATABASE_URL: 'postgres://postgres@127.0.0.1/lab',
+        CRAIG_SWEEP_LAB__ADMIN_TOKEN: 'a-long-enough-admin-token',
+        CRAIG_SWEEP_LAB__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1/bus',
+        CRAIG_SWEEP_LAB__SEND_JOB_RETENTION_DAYS: '9',
+      });
+      expect(s.sendJobs).toEqual({ retentionDays: 9 });
+      const port = SERVICE_PROFILES.cases.defs.find((d) => d.key === 'HTTP_PORT')!;
+      expect(() => defineServiceProfile({ name: 'clash-lab', httpPort: 0, extraDefs: [port] })).toThrow('extra setting HTTP_PORT (http.port) clashes');
     });
   });
 

@@ -182,7 +182,6 @@ function assemble(profile: ServiceProfile, values: Map<string, unknown>): Servic
       : { kind: 'postgres', busDatabaseUrl: t.busDatabaseUrl, exchange: t.exchange };
   if (!profile.archive) delete out.archive;
   if (!profile.cleanup) delete out.cleanup;
-  if (!profile.reconcileSweep) delete out.reconcile;
   return out as unknown as ServiceSettings;
 }
 

@@ -35,6 +35,12 @@ export interface ReconcileSweepSettings {
   readonly settledRetentionDays: number;
 }
 
+/** The exchange service's terminal-state sweep of `exchange_send_jobs`. */
+export interface SendJobSettings {
+  /** Days a finished job is kept after `finished_at`; 0 disables the sweep. */
+  readonly retentionDays: number;
+}
+
 /** Settings every service has. */
 export interface BaseSettings {
   readonly service: string;
@@ -58,10 +64,12 @@ export interface ServiceSettings extends BaseSettings {
   readonly archive?: ArchiveSettings;
   readonly cleanup?: CleanupSettings;
   readonly reconcile?: ReconcileSweepSettings;
+  readonly sendJobs?: SendJobSettings;
 }
 
 /** Settings of a built-in service, with the sections that service is known to have made required. */
 export type SettingsFor<S extends string> = BaseSettings &
   (S extends ArchiveServiceName ? { readonly archive: ArchiveSettings } : unknown) &
   (S extends 'inventory' ? { readonly cleanup: CleanupSettings } : unknown) &
-  (S extends 'financial' ? { readonly reconcile: ReconcileSweepSettings } : unknown);
+  (S extends 'financial' ? { readonly reconcile: ReconcileSweepSettings } : unknown) &
+  (S extends 'exchange' ? { readonly sendJobs: SendJobSettings } : unknown);

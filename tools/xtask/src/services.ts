@@ -10,6 +10,7 @@ import {
   RECONCILE_SWEEP_TARGET,
   sweepSettledReconcileRows,
 } from '@craig/svc-financial';
+import { EXCHANGE_ARCHIVE_SPECS, exchangeMigrationSets } from '@craig/svc-exchange';
 import { inventoryMigrationSets } from '@craig/svc-inventory';
 import { SECURITY_ARCHIVE_SPECS, securityMigrationSets } from '@craig/svc-security';
 
@@ -99,6 +100,7 @@ export function serviceEntry(name: string): ServiceEntry | undefined {
 /** The archive specs of a built-in service that archives, in FK deletion order. */
 export function builtInArchiveSpecs(service: string): readonly ArchiveSpec[] | undefined {
   if (service === 'security') return SECURITY_ARCHIVE_SPECS;
+  if (service === 'exchange') return EXCHANGE_ARCHIVE_SPECS;
   return undefined;
 }
 
@@ -131,7 +133,9 @@ export function builtInMigrationSets(service: string, settings: ServiceSettings)
   if (service === 'security') return securityMigrationSets();
   // financial: mq, then its own `financial` (the reconcile queue and subsidy imports).
   if (service === 'financial') return financialMigrationSets();
+  // exchange: mq, `retention` (the archive ledger), then its own `exchange`.
+  if (service === 'exchange') return exchangeMigrationSets();
   // The archiving services carry the archive ledger (`retention`) after mq.
-  if (service === 'rules' || service === 'exchange') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
+  if (service === 'rules') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
   return [MQ_MIGRATIONS];
 }

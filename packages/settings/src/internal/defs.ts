@@ -81,3 +81,10 @@ export function reconcileSweepDefs(): SettingDef[] {
     }),
   ];
 }
+
+/** The exchange service's own terminal-state sweep of `exchange_send_jobs` (seed 000, service-local sweeps). */
+export function exchangeDefs(): SettingDef[] {
+  return [
+    def({ key: 'SEND_JOB_RETENTION_DAYS', path: 'sendJobs.retentionDays', schema: v.retentionDays, default: '30', description: 'Days a finished (`sent`, `failed`, `cancelled`) `exchange_send_jobs` row is kept after `finished_at`; queued and sending jobs are never swept. 0 disables the sweep.' }),
+  ];
+}
