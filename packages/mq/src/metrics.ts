@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /** The metrics of @craig/mq, registered once per registry. */
 export interface MqMetrics {
-  /** `event_rows_pruned_total{table}`: rows the sweeps deleted. */
+  /** `event_rows_pruned_total{table}`: rows the sweeps deleted (transport and service-local, e.g. `subsidy_reconcile_queue`). */
   readonly rowsPruned: Counter<'table'>;
   /** `event_prune_cycle_seconds`: wall time of each prune cycle that held the lock. */
   readonly pruneCycleSeconds: Histogram;
@@ -28,7 +28,7 @@ export function mqMetrics(registry: Registry): MqMetrics {
   if (metrics) return metrics;
   const registers = [registry];
   metrics = {
-    rowsPruned: new Counter({ name: 'event_rows_pruned_total', help: 'Rows deleted by the transport retention sweep.', labelNames: ['table'], registers }),
+    rowsPruned: new Counter({ name: 'event_rows_pruned_total', help: 'Rows deleted by the retention sweeps, by table: the transport sweep and the service-local terminal-state sweeps.', labelNames: ['table'], registers }),
     pruneCycleSeconds: new Histogram({
       name: 'event_prune_cycle_seconds',
       help: 'Duration of transport prune cycles that held the lock.',

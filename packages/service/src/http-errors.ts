@@ -19,6 +19,11 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = Object.free
   purge_refused: 403,
   // services that archive: an on-demand cycle while another archiver holds the lease
   archive_lease_held: 409,
+  // exchange (services/exchange/src/errors.ts)
+  send_job_not_found: 404,
+  send_job_terminal: 409,
+  screening_not_found: 404,
+  screening_past_freshness: 409,
   // @craig/cleanup (see packages/cleanup/src/errors.ts)
   server_busy: 409,
   invalid_external_ids: 400,
@@ -45,6 +50,9 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = Object.free
   placement_already_ended: 409,
   // services/safety
   safety_report_not_found: 404,
+  // financial: an import of a source and period already recorded; an on-demand sweep while another sweeper holds the lock
+  subsidy_import_exists: 409,
+  sweep_lock_held: 409,
 });
 
 export interface CodedError {

@@ -17,12 +17,16 @@ export {
 } from './profiles.ts';
 export { describeSettings, type SettingDoc } from './describe.ts';
 export { MAX_RETENTION_DAYS } from './internal/values.ts';
+/** One setting of a profile (what `defineServiceProfile({ extraDefs })` takes). */
+export type { SettingDef } from './internal/defs.ts';
 export type {
   ArchiveSettings,
   BaseSettings,
   CleanupSettings,
   LogLevel,
   ObjectStoreSettings,
+  ReconcileSweepSettings,
+  SendJobSettings,
   ServiceSettings,
   SettingsFor,
   TransportSettings,

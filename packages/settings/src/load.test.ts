@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defineServiceProfile, loadServiceSettings, SettingsError, type Env, type ServiceName, type SettingsIssue } from './index.ts';
+import { defineServiceProfile, loadServiceSettings, SERVICE_PROFILES, SettingsError, type Env, type ServiceName, type SettingsIssue } from './index.ts';
 
 const base: Env = {
   CRAIG_CASES__DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/cases',
@@ -49,6 +49,19 @@ describe('loadServiceSettings', () => {
     expect(issue?.path).toBe('retention.outboxDays');
     expect(issue?.value).toBe(raw);
     expect(error.message).toContain(`CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS=${JSON.stringify(raw)}`);
+  });
+
+  it('reads EVENT_PRUNE_EVERY_TICKS: hourly (3600) by default, any whole number from 1', () => {
+    expect(loadServiceSettings('cases', base).outbox.pruneEveryTicks).toBe(3600);
+    expect(loadServiceSettings('cases', { ...base, CRAIG__EVENT_PRUNE_EVERY_TICKS: '20' }).outbox.pruneEveryTicks).toBe(20);
+    expect(loadServiceSettings('inventory', { ...base, CRAIG_INVENTORY__DATABASE_URL: base.CRAIG_CASES__DATABASE_URL, CRAIG_INVENTORY__ADMIN_TOKEN: base.CRAIG_CASES__ADMIN_TOKEN, CRAIG_INVENTORY__EVENT_PRUNE_EVERY_TICKS: '1' }).outbox.pruneEveryTicks).toBe(1);
+  });
+
+  it.each(['0', '-5', '1.5', '20s', '', '604801'])('refuses EVENT_PRUNE_EVERY_TICKS %j, naming the variable and value', (raw) => {
+    const { error, issues } = problems('cases', { ...base, CRAIG_CASES__EVENT_PRUNE_EVERY_TICKS: raw });
+    expect(issues).toHaveLength(1);
+    expect(issues[0]).toMatchObject({ path: 'outbox.pruneEveryTicks', variable: 'CRAIG_CASES__EVENT_PRUNE_EVERY_TICKS', value: raw });
+    expect(error.message).toContain(`CRAIG_CASES__EVENT_PRUNE_EVERY_TICKS=${JSON.stringify(raw)}`);
   });
 
   it('accepts the range ends and lets 0 disable either sweep', () => {
@@ -181,6 +194,75 @@ describe('loadServiceSettings', () => {
     };
     expect(loadServiceSettings('inventory', env).cleanup).toEqual({ allowedDatabases: ['inventory', 'inventory_t*'], collectDeadlineMinutes: 60, jobRetentionDays: 14 });
     expect(problems('inventory', { ...env, CRAIG_INVENTORY__CLEANUP_ALLOWED_DATABASES: 'inventory;drop' }).issues[0]?.path).toBe('cleanup.allowedDatabases');
+  });
+
+  describe("financial's settled-reconcile sweep", () => {
+    const financial: Env = {
+      CRAIG_FINANCIAL__DATABASE_URL: 'postgres://postgres@127.0.0.1/financial',
+      CRAIG_FINANCIAL__ADMIN_TOKEN: 'a-long-enough-admin-token',
+      CRAIG__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1/bus',
+    };
+
+    it('defaults RECONCILE_SETTLED_RETENTION_DAYS to 90 and lets 0 disable it', () => {
+      expect(loadServiceSettings('financial', financial).reconcile).toEqual({ settledRetentionDays: 90 });
+      expect(loadServiceSettings('financial', { ...financial, CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS: '0' }).reconcile.settledRetentionDays).toBe(0);
+      expect(loadServiceSettings('financial', { ...financial, CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS: '3650' }).reconcile.settledRetentionDays).toBe(3650);
+    });
+
+    it.each(['90d', '-1', '1.5', '', '3651'])('refuses %j, naming the variable and the value', (raw) => {
+      const { error, issues } = problems('financial', { ...financial, CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS: raw });
+      expect(issues.map((i) => [i.path, i.variable, i.value])).toEqual([['reconcile.settledRetentionDays', 'CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS', raw]]);
+      expect(error.message).toContain(`CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS=${JSON.stringify(raw)}`);
+    });
+
+    it('is a setting of financial only: another service refuses its own key, and has no reconcile section', () => {
+      const { issues } = problems('cases', { ...base, CRAIG_CASES__RECONCILE_SETTLED_RETENTION_DAYS: '30' });
+      expect(issues[0]?.message).toContain('is not a setting of service "cases"');
+      // A fleet default is a key some service knows: accepted, and ignored by the others.
+      const cases = loadServiceSettings('cases', { ...base, CRAIG__RECONCILE_SETTLED_RETENTION_DAYS: '30' });
+      expect('reconcile' in cases).toBe(false);
+      expect(loadServiceSettings('financial', { ...financial, CRAIG__RECONCILE_SETTLED_RETENTION_DAYS: '30' }).reconcile.settledRetentionDays).toBe(30);
+    });
+  });
+
+  describe("exchange's send-job sweep", () => {
+    const exchange: Env = {
+      CRAIG_EXCHANGE__DATABASE_URL: 'postgres://postgres@127.0.0.1/exchange',
+      CRAIG_EXCHANGE__ADMIN_TOKEN: 'a-long-enough-admin-token',
+      CRAIG__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1/bus',
+      CRAIG_EXCHANGE__OBJECT_STORE_BACKEND: 's3',
+      CRAIG_EXCHANGE__OBJECT_STORE_BUCKET: 'exchange-archive',
+    };
+
+    it('loads SEND_JOB_RETENTION_DAYS (default 30, 0 disables, whole days up to 3650)', () => {
+      expect(loadServiceSettings('exchange', exchange).sendJobs).toEqual({ retentionDays: 30 });
+      expect(loadServiceSettings('exchange', { ...exchange, CRAIG_EXCHANGE__SEND_JOB_RETENTION_DAYS: '0' }).sendJobs.retentionDays).toBe(0);
+      expect(loadServiceSettings('exchange', { ...exchange, CRAIG_EXCHANGE__SEND_JOB_RETENTION_DAYS: '3650' }).sendJobs.retentionDays).toBe(3650);
+      for (const raw of ['3651', '-1', '7d', '1.5']) {
+        const { issues } = problems('exchange', { ...exchange, CRAIG_EXCHANGE__SEND_JOB_RETENTION_DAYS: raw });
+        expect(issues).toEqual([expect.objectContaining({ path: 'sendJobs.retentionDays', variable: 'CRAIG_EXCHANGE__SEND_JOB_RETENTION_DAYS', value: raw })]);
+      }
+    });
+
+    it('is a setting of exchange only', () => {
+      expect('sendJobs' in loadServiceSettings('cases', base)).toBe(false);
+      const { issues } = problems('cases', { ...base, CRAIG_CASES__SEND_JOB_RETENTION_DAYS: '7' });
+      expect(issues[0]).toMatchObject({ variable: 'CRAIG_CASES__SEND_JOB_RETENTION_DAYS', message: expect.stringContaining('is not a setting of service "cases"') });
+    });
+
+    it('extraDefs add settings to a custom profile, and a clash with a built-in key is refused', () => {
+      const sweep = SERVICE_PROFILES.exchange.defs.find((d) => d.key === 'SEND_JOB_RETENTION_DAYS')!;
+      const profile = defineServiceProfile({ name: 'sweep-lab', httpPort: 0, extraDefs: [sweep] });
+      const s = loadServiceSettings(profile, {
+        CRAIG_SWEEP_LAB__DATABASE_URL: 'postgres://postgres@127.0.0.1/lab',
+        CRAIG_SWEEP_LAB__ADMIN_TOKEN: 'a-long-enough-admin-token',
+        CRAIG_SWEEP_LAB__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1/bus',
+        CRAIG_SWEEP_LAB__SEND_JOB_RETENTION_DAYS: '9',
+      });
+      expect(s.sendJobs).toEqual({ retentionDays: 9 });
+      const port = SERVICE_PROFILES.cases.defs.find((d) => d.key === 'HTTP_PORT')!;
+      expect(() => defineServiceProfile({ name: 'clash-lab', httpPort: 0, extraDefs: [port] })).toThrow('extra setting HTTP_PORT (http.port) clashes');
+    });
   });
 
   it('refuses an unknown service name with a suggestion', () => {

@@ -1,4 +1,4 @@
-import { archiveDefs, cleanupDefs, commonDefs, type SettingDef } from './internal/defs.ts';
+import { archiveDefs, cleanupDefs, commonDefs, exchangeDefs, reconcileSweepDefs, type SettingDef } from './internal/defs.ts';
 
 /** The eight services of the platform. */
 export const SERVICE_NAMES = ['cases', 'placements', 'safety', 'security', 'rules', 'exchange', 'financial', 'inventory'] as const;
@@ -14,6 +14,11 @@ export interface ServiceProfileOptions {
   /** Present when the service archives: its default and minimum hot window. */
   readonly archive?: { readonly defaultHotWindowDays: number; readonly minHotWindowDays: number };
   readonly cleanup?: boolean;
+  /**
+   * Settings only this service has (a service-local sweep's window, say), after the common,
+   * archive and cleanup ones. A key another section already defines is refused.
+   */
+  readonly extraDefs?: readonly SettingDef[];
 }
 
 /** What a service reads from the environment. Built-in services have one each; tests may define their own. */
@@ -32,6 +37,12 @@ export function defineServiceProfile(options: ServiceProfileOptions): ServicePro
   const defs = [...commonDefs(options.httpPort)];
   if (options.archive) defs.push(...archiveDefs(options.archive.defaultHotWindowDays, options.archive.minHotWindowDays));
   if (options.cleanup) defs.push(...cleanupDefs());
+  for (const extra of options.extraDefs ?? []) {
+    if (defs.some((d) => d.key === extra.key || d.path === extra.path)) {
+      throw new TypeError(`service ${options.name}: extra setting ${extra.key} (${extra.path}) clashes with a setting the profile already has`);
+    }
+    defs.push(extra);
+  }
   return Object.freeze({
     name: options.name,
     envPrefix: `CRAIG_${options.name.toUpperCase().replaceAll('-', '_')}__`,
@@ -43,15 +54,18 @@ export function defineServiceProfile(options: ServiceProfileOptions): ServicePro
 
 const standardArchive = { defaultHotWindowDays: 90, minHotWindowDays: 1 };
 
-/** Built-in profiles. Exchange's hot window is at least 365 days (its SSA records, seed 003). */
+/**
+ * Built-in profiles. Exchange's hot window is at least 365 days (its SSA records, seed 003), and
+ * it alone has SEND_JOB_RETENTION_DAYS (its terminal-state sweep of `exchange_send_jobs`).
+ */
 export const SERVICE_PROFILES: Readonly<Record<ServiceName, ServiceProfile>> = Object.freeze({
   cases: defineServiceProfile({ name: 'cases', httpPort: 7101 }),
   placements: defineServiceProfile({ name: 'placements', httpPort: 7102 }),
   safety: defineServiceProfile({ name: 'safety', httpPort: 7103 }),
   security: defineServiceProfile({ name: 'security', httpPort: 7104, archive: standardArchive }),
   rules: defineServiceProfile({ name: 'rules', httpPort: 7105, archive: standardArchive }),
-  exchange: defineServiceProfile({ name: 'exchange', httpPort: 7106, archive: { defaultHotWindowDays: 365, minHotWindowDays: 365 } }),
-  financial: defineServiceProfile({ name: 'financial', httpPort: 7107 }),
+  exchange: defineServiceProfile({ name: 'exchange', httpPort: 7106, archive: { defaultHotWindowDays: 365, minHotWindowDays: 365 }, extraDefs: exchangeDefs() }),
+  financial: defineServiceProfile({ name: 'financial', httpPort: 7107, extraDefs: reconcileSweepDefs() }),
   inventory: defineServiceProfile({ name: 'inventory', httpPort: 7108, cleanup: true }),
 });
 

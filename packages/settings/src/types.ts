@@ -29,6 +29,18 @@ export interface CleanupSettings {
   readonly jobRetentionDays: number;
 }
 
+/** The financial service's sweep of settled `subsidy_reconcile_queue` rows. */
+export interface ReconcileSweepSettings {
+  /** Days a settled row is kept after `settled_at`; 0 disables the sweep. */
+  readonly settledRetentionDays: number;
+}
+
+/** The exchange service's terminal-state sweep of `exchange_send_jobs`. */
+export interface SendJobSettings {
+  /** Days a finished job is kept after `finished_at`; 0 disables the sweep. */
+  readonly retentionDays: number;
+}
+
 /** Settings every service has. */
 export interface BaseSettings {
   readonly service: string;
@@ -39,7 +51,11 @@ export interface BaseSettings {
   readonly transport: TransportSettings;
   /** Transport-sweep windows in days; 0 disables that table's sweep. */
   readonly retention: { readonly outboxDays: number; readonly inboxDays: number };
-  readonly outbox: { readonly maxAttempts: number };
+  readonly outbox: {
+    readonly maxAttempts: number;
+    /** Outbox-worker ticks (1 s) between transport prune cycles (EVENT_PRUNE_EVERY_TICKS; 3600, hourly, by default). */
+    readonly pruneEveryTicks: number;
+  };
   readonly inbox: { readonly maxRetries: number };
 }
 
@@ -47,9 +63,13 @@ export interface BaseSettings {
 export interface ServiceSettings extends BaseSettings {
   readonly archive?: ArchiveSettings;
   readonly cleanup?: CleanupSettings;
+  readonly reconcile?: ReconcileSweepSettings;
+  readonly sendJobs?: SendJobSettings;
 }
 
 /** Settings of a built-in service, with the sections that service is known to have made required. */
 export type SettingsFor<S extends string> = BaseSettings &
   (S extends ArchiveServiceName ? { readonly archive: ArchiveSettings } : unknown) &
-  (S extends 'inventory' ? { readonly cleanup: CleanupSettings } : unknown);
+  (S extends 'inventory' ? { readonly cleanup: CleanupSettings } : unknown) &
+  (S extends 'financial' ? { readonly reconcile: ReconcileSweepSettings } : unknown) &
+  (S extends 'exchange' ? { readonly sendJobs: SendJobSettings } : unknown);

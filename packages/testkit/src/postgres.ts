@@ -20,6 +20,11 @@ export interface EmbeddedOptions {
   readonly dataDir?: string;
   readonly port?: number;
   readonly onLog?: (line: string) => void;
+  /**
+   * Run the server in its own process group, so a terminal's Ctrl-C reaches only the parent,
+   * which stops it last (the devstack stops its services first).
+   */
+  readonly detached?: boolean;
 }
 
 /**
@@ -32,7 +37,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions = {}): Prom
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'craig-embedded-pg-')));
   const port = options.port ?? (await freePort());
   const password = 'craig';
-  const cluster = await startCluster({ dataDir, port, password, ...(options.onLog ? { onLog: options.onLog } : {}) });
+  const cluster = await startCluster({ dataDir, port, password, ...(options.onLog ? { onLog: options.onLog } : {}), ...(options.detached ? { detached: true } : {}) });
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
     dataDir,

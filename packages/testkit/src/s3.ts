@@ -14,6 +14,8 @@ export interface S3Options {
   readonly process?: 'inline' | 'child';
   /** Where objects are stored; a temporary directory (removed at stop) by default. */
   readonly directory?: string;
+  /** With `process: 'child'`: its own process group, so a terminal's Ctrl-C reaches only the parent (the devstack stops it last). */
+  readonly detached?: boolean;
 }
 
 export interface S3TestServer {
@@ -38,7 +40,7 @@ export interface S3TestServer {
 export async function s3(options: S3Options = {}): Promise<S3TestServer> {
   const bucket = options.bucket ?? 'craig-archive';
   const conditional = options.conditional ?? false;
-  const backend = options.process === 'child' ? await startChild(bucket, conditional, options.directory) : await startS3Backend({ bucket, conditional, ...(options.directory ? { directory: options.directory } : {}) });
+  const backend = options.process === 'child' ? await startChild(bucket, conditional, options.directory, options.detached ?? false) : await startS3Backend({ bucket, conditional, ...(options.directory ? { directory: options.directory } : {}) });
   const control = async (path: string, method: string, body?: unknown) => {
     const res = await fetch(`${backend.endpoint}/__testkit/${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
     if (!res.ok) throw new Error(`s3 test server control ${method} ${path}: ${res.status}`);
@@ -60,11 +62,12 @@ export async function s3(options: S3Options = {}): Promise<S3TestServer> {
   };
 }
 
-async function startChild(bucket: string, conditional: boolean, directory: string | undefined) {
+async function startChild(bucket: string, conditional: boolean, directory: string | undefined, detached: boolean) {
   const entry = fileURLToPath(new URL('./s3-server-main.ts', import.meta.url));
   // s3rver's list continuation tokens use DES, which Node 20's OpenSSL 3 keeps in the legacy provider.
   const child = spawn(process.execPath, ['--openssl-legacy-provider', '--import', 'tsx', entry, bucket, conditional ? 'conditional' : 'plain', directory ?? ''], {
     stdio: ['pipe', 'pipe', 'inherit'],
+    detached,
   });
   const lines = createInterface({ input: child.stdout });
   const first = await new Promise<string>((resolve, reject) => {

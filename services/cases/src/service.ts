@@ -18,6 +18,8 @@ export interface CasesDeps {
   readonly retention: RetentionWindows;
   /** OUTBOX_MAX_ATTEMPTS. */
   readonly outboxMaxAttempts: number;
+  /** EVENT_PRUNE_EVERY_TICKS: outbox-worker ticks between transport prune cycles; default hourly (3600). */
+  readonly pruneEveryTicks?: number;
   readonly logger?: Logger;
   /** Outbox loop tuning (tests); defaults suit production. */
   readonly outbox?: { readonly pollIntervalMs?: number };
@@ -52,6 +54,7 @@ export function createService(deps: CasesDeps): CasesService {
     registry: deps.registry,
     logger,
     ...(deps.outbox?.pollIntervalMs === undefined ? {} : { pollIntervalMs: deps.outbox.pollIntervalMs }),
+    ...(deps.pruneEveryTicks === undefined ? {} : { pruneEveryTicks: deps.pruneEveryTicks }),
   });
   return { app, outbox };
 }

@@ -9,3 +9,5 @@ export { createService, type InventoryDeps, type InventoryService } from './serv
 export { inventoryMigrationSets, INVENTORY_MIGRATIONS_DIRECTORY } from './migrations.ts';
 /** Source reads and writes as the runtime role. */
 export { InventoryStore, MAX_ITEMS_PER_PAGE, type LibraryRow, type ProviderItem, type ServerRow } from './inventory-store.ts';
+/** What `pnpm xtask devstack` runs: aged history, sync traffic over the HTTP API, the tables it counts. */
+export { demo, createInventoryDemo, seedInventoryHistory, DemoRequestFailed, INVENTORY_DEMO_TABLES, type InventoryDemoOptions } from './demo.ts';

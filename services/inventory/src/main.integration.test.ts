@@ -33,7 +33,7 @@ describe('inventory main.ts', () => {
   it('installs behind the guard, serves as the runtime role, and stops in reverse order on SIGTERM', async () => {
     db = await testDatabase({ prefix: 'inventory_t', max: 1 });
     const port = await freePort();
-    const proc = start(envFor(db.url, port, 'inventory,inventory_t*'));
+    const proc = start({ ...envFor(db.url, port, 'inventory,inventory_t*'), CRAIG_INVENTORY__EVENT_PRUNE_EVERY_TICKS: '7' });
     try {
       await eventually(async () => {
         const res = await fetch(`http://127.0.0.1:${port}/readyz`);
@@ -41,6 +41,8 @@ describe('inventory main.ts', () => {
       }, { timeoutMs: 20_000 });
       const created = await fetch(`http://127.0.0.1:${port}/v1/servers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ externalId: 'srv-main', name: 'Main' }) });
       expect(created.status).toBe(201);
+      // EVENT_PRUNE_EVERY_TICKS reaches the outbox worker (its start line reports the cadence).
+      expect(proc.output()).toMatch(/"pruneEveryTicks":7,[^\n]*"msg":"outbox worker started"/);
       proc.child.kill('SIGTERM');
       expect(await proc.exited).toBe(0);
       // By each line's own time, not arrival order: under load the child's last log lines can

@@ -21,6 +21,7 @@ await runService('inventory', process.env, {
       transport,
       retention: settings.retention,
       outboxMaxAttempts: settings.outbox.maxAttempts,
+      pruneEveryTicks: settings.outbox.pruneEveryTicks,
       logger,
     });
     return {

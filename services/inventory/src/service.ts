@@ -24,6 +24,8 @@ export interface InventoryDeps {
   /** Transport-sweep windows (EVENT_OUTBOX/INBOX_RETENTION_DAYS) and OUTBOX_MAX_ATTEMPTS. */
   readonly retention: RetentionWindows;
   readonly outboxMaxAttempts: number;
+  /** EVENT_PRUNE_EVERY_TICKS: outbox-worker ticks between transport prune cycles; default hourly (3600). */
+  readonly pruneEveryTicks?: number;
   readonly logger?: Logger;
   /** Runner tuning (tests and benchmarks); defaults suit production. */
   readonly runner?: { readonly idleMs?: number; readonly stepPauseMs?: number; readonly historyEveryMs?: number };
@@ -74,6 +76,7 @@ export function createService(deps: InventoryDeps): InventoryService {
     transport: deps.transport,
     retention: deps.retention,
     maxAttempts: deps.outboxMaxAttempts,
+    ...(deps.pruneEveryTicks === undefined ? {} : { pruneEveryTicks: deps.pruneEveryTicks }),
     registry: deps.registry,
     logger,
   });

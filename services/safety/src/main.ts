@@ -17,6 +17,7 @@ await runService('safety', process.env, {
       transport,
       retention: settings.retention,
       outboxMaxAttempts: settings.outbox.maxAttempts,
+      pruneEveryTicks: settings.outbox.pruneEveryTicks,
       logger,
     }),
 });

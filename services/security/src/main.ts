@@ -39,6 +39,7 @@ try {
     transport,
     retention: settings.retention,
     outboxMaxAttempts: settings.outbox.maxAttempts,
+    pruneEveryTicks: settings.outbox.pruneEveryTicks,
     inboxMaxRetries: settings.inbox.maxRetries,
     archive: { store, hotWindowDays: settings.archive.hotWindowDays, prefix: settings.archive.prefix, everyMinutes: settings.archive.everyMinutes },
     logger,

@@ -34,6 +34,8 @@ export interface SecurityDeps {
   readonly retention: RetentionWindows;
   /** Settings OUTBOX_MAX_ATTEMPTS and INBOX_MAX_RETRIES. */
   readonly outboxMaxAttempts: number;
+  /** EVENT_PRUNE_EVERY_TICKS: outbox-worker ticks between transport prune cycles; default hourly. */
+  readonly pruneEveryTicks?: number;
   readonly inboxMaxRetries: number;
   readonly archive: SecurityArchiveDeps;
   readonly logger?: Logger;
@@ -106,6 +108,7 @@ export function createService(deps: SecurityDeps): SecurityService {
     transport: deps.transport,
     retention: deps.retention,
     maxAttempts: deps.outboxMaxAttempts,
+    ...(deps.pruneEveryTicks === undefined ? {} : { pruneEveryTicks: deps.pruneEveryTicks }),
     registry: deps.registry,
     logger,
   });

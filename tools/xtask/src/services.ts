@@ -1,8 +1,17 @@
 import { isServiceName, SERVICE_PROFILES, type ServiceProfile, type ServiceSettings } from '@craig/settings';
 import type { MigrationSet } from '@craig/db';
-import { MQ_MIGRATIONS } from '@craig/mq';
+import type { Sql } from '@craig/db';
+import { MQ_MIGRATIONS, type PruneLatch, type RetentionSpec } from '@craig/mq';
 import { RETENTION_MIGRATIONS, type ArchiveSpec } from '@craig/retention';
 import { CASES_MIGRATION_SETS } from '@craig/svc-cases';
+import {
+  financialMigrationSets,
+  previewSettledReconcileSweep,
+  reconcileRetentionSpecs,
+  RECONCILE_SWEEP_TARGET,
+  sweepSettledReconcileRows,
+} from '@craig/svc-financial';
+import { EXCHANGE_ARCHIVE_SPECS, exchangeMigrationSets } from '@craig/svc-exchange';
 import { inventoryMigrationSets } from '@craig/svc-inventory';
 import { PLACEMENTS_MIGRATION_SETS } from '@craig/svc-placements';
 import { SAFETY_MIGRATION_SETS } from '@craig/svc-safety';
@@ -22,6 +31,41 @@ export interface ServiceEntry {
   readonly migrationSets: readonly MigrationSet[] | ((settings: ServiceSettings) => readonly MigrationSet[]);
   /** Present when the service archives: its specs in FK deletion order (`pnpm xtask archive`, `archive-fetch`). */
   readonly archive?: { readonly specs: readonly ArchiveSpec[] };
+  /**
+   * The service's own report-only invariants beyond the transport, archive and cleanup ones
+   * (`pnpm xtask invariants <service>`), for its loaded settings.
+   */
+  readonly invariants?: (settings: ServiceSettings) => readonly RetentionSpec[];
+  /**
+   * Service-local terminal-state sweeps beside the transport sweep (`pnpm xtask prune
+   * <service>` runs, previews and resumes them by their latch target).
+   */
+  readonly localSweeps?: (settings: ServiceSettings) => readonly LocalSweep[];
+}
+
+/** What a local sweep's cycle did, in the words of the transport sweep's table results. */
+export interface LocalSweepRun {
+  readonly status: 'pruned' | 'disabled' | 'latched' | 'capped' | 'aborted' | 'skipped';
+  readonly deleted: number;
+  readonly batches: number;
+  readonly latch?: PruneLatch;
+}
+
+/** A service-local sweep as xtask drives it. */
+export interface LocalSweep {
+  /** Its `prune_latch` target (`--resume <target>`), usually the table it sweeps. */
+  readonly target: string;
+  /** Its window in days; 0 disables it. */
+  readonly windowDays: number;
+  /** One cycle now, under the sweep's own advisory lock (held elsewhere: `skipped`). */
+  run(options: { readonly databaseUrl: string; readonly service: string; readonly signal?: AbortSignal }): Promise<LocalSweepRun>;
+  /** What a cycle would delete now; deletes nothing. */
+  preview(sql: Sql): Promise<{ readonly disabled: boolean; readonly latch: PruneLatch | undefined; readonly eligible: number; readonly wouldDelete: number; readonly wouldLatch: boolean }>;
+}
+
+/** The entry's local sweeps for these settings (none for most services). */
+export function localSweepsOf(entry: ServiceEntry, settings: ServiceSettings): readonly LocalSweep[] {
+  return entry.localSweeps?.(settings) ?? [];
 }
 
 /** The entry's migration sets for these settings. */
@@ -46,7 +90,12 @@ export function serviceEntry(name: string): ServiceEntry | undefined {
   if (registered) return registered;
   if (isServiceName(name)) {
     const specs = builtInArchiveSpecs(name);
-    return { profile: SERVICE_PROFILES[name], migrationSets: (settings) => builtInMigrationSets(name, settings), ...(specs ? { archive: { specs } } : {}) };
+    return {
+      profile: SERVICE_PROFILES[name],
+      migrationSets: (settings) => builtInMigrationSets(name, settings),
+      ...(specs ? { archive: { specs } } : {}),
+      ...(name === 'financial' ? financialExtras : {}),
+    };
   }
   return undefined;
 }
@@ -54,8 +103,25 @@ export function serviceEntry(name: string): ServiceEntry | undefined {
 /** The archive specs of a built-in service that archives, in FK deletion order. */
 export function builtInArchiveSpecs(service: string): readonly ArchiveSpec[] | undefined {
   if (service === 'security') return SECURITY_ARCHIVE_SPECS;
+  if (service === 'exchange') return EXCHANGE_ARCHIVE_SPECS;
   return undefined;
 }
+
+/** Financial's sweep of settled reconcile rows and its invariant. */
+const financialExtras: Pick<ServiceEntry, 'invariants' | 'localSweeps'> = {
+  invariants: (settings) => reconcileRetentionSpecs(settings.reconcile?.settledRetentionDays ?? 0),
+  localSweeps: (settings) => {
+    const days = settings.reconcile?.settledRetentionDays ?? 0;
+    return [
+      {
+        target: RECONCILE_SWEEP_TARGET,
+        windowDays: days,
+        run: (options) => sweepSettledReconcileRows({ ...options, retentionDays: days }),
+        preview: (sql) => previewSettledReconcileSweep(sql, days),
+      },
+    ];
+  },
+};
 
 export function knownServiceNames(): string[] {
   return [...new Set([...Object.keys(SERVICE_PROFILES), ...registry.keys()])];
@@ -74,7 +140,11 @@ export function builtInMigrationSets(service: string, settings: ServiceSettings)
   if (service === 'safety') return [...SAFETY_MIGRATION_SETS];
   // security: mq, `retention` (the archive ledger), then its own `security`.
   if (service === 'security') return securityMigrationSets();
+  // financial: mq, then its own `financial` (the reconcile queue and subsidy imports).
+  if (service === 'financial') return financialMigrationSets();
+  // exchange: mq, `retention` (the archive ledger), then its own `exchange`.
+  if (service === 'exchange') return exchangeMigrationSets();
   // The archiving services carry the archive ledger (`retention`) after mq.
-  if (service === 'rules' || service === 'exchange') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
+  if (service === 'rules') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
   return [MQ_MIGRATIONS];
 }

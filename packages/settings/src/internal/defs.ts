@@ -34,6 +34,14 @@ export function commonDefs(httpPort: number): SettingDef[] {
     def({ key: 'EVENT_OUTBOX_RETENTION_DAYS', path: 'retention.outboxDays', schema: v.retentionDays, default: '30', description: 'Days a *published* outbox row is kept (pending and parked rows are never pruned). 0 disables the outbox sweep. Move it fleet-wide only.' }),
     def({ key: 'EVENT_INBOX_RETENTION_DAYS', path: 'retention.inboxDays', schema: v.retentionDays, default: '31', description: 'Days an inbox dedup record is kept; must be ≥ outbox + 1 when both are non-zero (the dedup horizon). 0 disables the inbox sweep.' }),
     def({ key: 'OUTBOX_MAX_ATTEMPTS', path: 'outbox.maxAttempts', schema: v.wholeNumber(1, 1000, 'attempts'), default: '10', description: 'Failed publish attempts after which an outbox row is parked (kept, never pruned, redriven by an operator).' }),
+    def({
+      key: 'EVENT_PRUNE_EVERY_TICKS',
+      path: 'outbox.pruneEveryTicks',
+      schema: v.wholeNumber(1, 604800, 'ticks'),
+      default: '3600',
+      description:
+        'Outbox-worker ticks (1 s each) between transport prune cycles, from a per-service jitter. Production keeps the hourly default (3600); the devstack sets 20 so sweeps show within a minute.',
+    }),
     def({ key: 'INBOX_MAX_RETRIES', path: 'inbox.maxRetries', schema: v.wholeNumber(0, 100, 'retries'), default: '5', description: 'Handler retries before a message is dead-lettered.' }),
   ];
 }
@@ -58,5 +66,25 @@ export function cleanupDefs(): SettingDef[] {
     def({ key: 'CLEANUP_ALLOWED_DATABASES', path: 'cleanup.allowedDatabases', schema: v.databaseAllowList, default: 'inventory', description: 'Comma-separated database names the cleanup schema may be installed into; a trailing `*` matches a suffix.' }),
     def({ key: 'CLEANUP_COLLECT_DEADLINE_MINUTES', path: 'cleanup.collectDeadlineMinutes', schema: v.wholeNumber(1, 10080, 'minutes'), default: '60', description: 'A collecting job older than this is cancelled so an abandoned sync cannot block its server.' }),
     def({ key: 'CLEANUP_JOB_RETENTION_DAYS', path: 'cleanup.jobRetentionDays', schema: v.wholeNumber(1, 3650, 'days'), default: '14', description: 'Days the manifests and step records of finished jobs are kept.' }),
+  ];
+}
+
+/** The financial service's terminal-state sweep of settled `subsidy_reconcile_queue` rows. */
+export function reconcileSweepDefs(): SettingDef[] {
+  return [
+    def({
+      key: 'RECONCILE_SETTLED_RETENTION_DAYS',
+      path: 'reconcile.settledRetentionDays',
+      schema: v.retentionDays,
+      default: '90',
+      description: 'Days a *settled* `subsidy_reconcile_queue` row is kept after `settled_at` (pending, matched and failed rows are never swept). 0 disables the sweep.',
+    }),
+  ];
+}
+
+/** The exchange service's own terminal-state sweep of `exchange_send_jobs` (seed 000, service-local sweeps). */
+export function exchangeDefs(): SettingDef[] {
+  return [
+    def({ key: 'SEND_JOB_RETENTION_DAYS', path: 'sendJobs.retentionDays', schema: v.retentionDays, default: '30', description: 'Days a finished (`sent`, `failed`, `cancelled`) `exchange_send_jobs` row is kept after `finished_at`; queued and sending jobs are never swept. 0 disables the sweep.' }),
   ];
 }

@@ -35,8 +35,11 @@ function locateBinaries(): Binaries {
   try {
     pkgJson = require.resolve(`${platformPackage}/package.json`);
   } catch {
-    // "exports" hides package.json; walk from the entry point instead.
-    pkgJson = join(dirname(dirname(fileURLToPath(import.meta.resolve(platformPackage, `file://${wrapper}`)))), 'package.json');
+    // "exports" hides package.json; walk from the entry point (dist/index.js) instead. Resolved
+    // from the wrapper with require, not `import.meta.resolve(spec, parent)`: Node 20 ignores
+    // that parent argument without --experimental-import-meta-resolve (vitest's transform
+    // hid it, plain tsx does not).
+    pkgJson = join(dirname(dirname(require.resolve(platformPackage))), 'package.json');
   }
   const root = dirname(pkgJson);
   const { version } = createRequire(pkgJson)('./package.json') as { version: string };
@@ -103,7 +106,7 @@ function run(file: string, args: string[], user: RunAs | undefined): Promise<voi
 }
 
 /** initdb (when the directory is new) and start a server on 127.0.0.1:port; no Unix socket. */
-export async function startCluster(options: { dataDir: string; port: number; password: string; onLog?: (line: string) => void }): Promise<Cluster> {
+export async function startCluster(options: { dataDir: string; port: number; password: string; onLog?: (line: string) => void; detached?: boolean }): Promise<Cluster> {
   const user = runAs();
   const native = await usableBinaries(user);
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
@@ -124,7 +127,7 @@ export async function startCluster(options: { dataDir: string; port: number; pas
   const child: ChildProcess = spawn(
     join(native, 'bin', 'postgres'),
     ['-D', options.dataDir, '-p', String(options.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200', '-c', 'fsync=off'],
-    { ...(user ? { uid: user.uid, gid: user.gid } : {}), env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    { ...(user ? { uid: user.uid, gid: user.gid } : {}), env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'pipe', 'pipe'], detached: options.detached ?? false },
   );
   let log = '';
   const collect = (d: Buffer) => {

@@ -1,14 +1,44 @@
 import { writeLine, type Command } from '../command.ts';
+import { DEFAULT_DB_PREFIX, DEFAULT_HISTORY_ROWS, DEFAULT_STATE_DIR, parseDevstackOptions } from '../devstack/options.ts';
+import { runDevstack } from '../devstack/stack.ts';
 
 export const devstackCommand: Command = {
   name: 'devstack',
-  summary: 'run the whole platform on this machine (coming with the services)',
-  usage: `pnpm xtask devstack
+  summary: 'run the whole platform on this machine: PostgreSQL, S3, the bus, every built service, demo traffic, a live view',
+  usage: `pnpm xtask devstack [--fresh] [--port-base N] [--rabbitmq] [--for SECONDS] [--quiet]
+                      [--only a,b] [--state-dir DIR] [--history-rows N] [--db-prefix P] [--seed N]
 
-Coming: embedded PostgreSQL, an S3-protocol server, the PostgreSQL transport, all eight services,
-demo traffic with aged history and a live view of every sweep. It lands with the services.`,
-  run(ctx) {
-    writeLine(ctx.stderr, 'devstack is coming with the services; see README.md');
-    return Promise.resolve(1);
+Starts an embedded PostgreSQL 15 cluster (kept in <state-dir>/pg), the S3 test server (objects in
+<state-dir>/s3), the PostgreSQL bus, and every service of the eight that exists as
+services/<name>/ (the others are listed as "not built yet"), each a supervised child process
+logging to <state-dir>/logs/<name>.log. Each fresh service database gets aged history, then demo
+traffic drives its HTTP API about once a second; the live view shows every sweep, archive and
+cleanup as it happens. Sweeps run every 20 s here (EVENT_PRUNE_EVERY_TICKS=20).
+
+  --fresh            wipe <state-dir> first (cluster, objects, logs, state.json)
+  --port-base N      HTTP ports N.. in SERVICE_NAMES order (cases N, …, inventory N+7);
+                     default each service's own port (7101..7108)
+  --rabbitmq         RabbitMQ transport instead of the bus: AMQP_URL / CRAIG__AMQP_URL, else
+                     amqp://guest:guest@127.0.0.1:5672
+  --for SECONDS      once the stack is up, run that long, stop, print a summary; exit 0 only if
+                     every service stayed up and each freshly seeded service pruned aged rows
+  --quiet            no live view (the banner, events and the summary still print)
+  --only a,b         run only these services
+  --state-dir DIR    default ${DEFAULT_STATE_DIR} (gitignored)
+  --history-rows N   aged rows seeded per fresh database (default ${DEFAULT_HISTORY_ROWS.toLocaleString('en-US')}; 0 seeds nothing)
+  --db-prefix P      databases are <P><service> and <P>bus (default ${DEFAULT_DB_PREFIX})
+  --seed N           seed of the demo traffic's random choices (default 1)
+
+Real servers instead: CRAIG__DATABASE_URL (else DATABASE_URL) names a PostgreSQL server: the
+devstack connects to it and creates <P><service> and <P>bus there instead of starting a cluster.
+CRAIG_<SERVICE>__DATABASE_URL and CRAIG__BUS_DATABASE_URL name one database each, used as they
+are (created when missing). CRAIG__OBJECT_STORE_ENDPOINT (with the other OBJECT_STORE_* keys)
+names an object store, and no S3 server is started. Any other CRAIG__<KEY> or
+CRAIG_<SERVICE>__<KEY> setting wins over the devstack's value. See docs/devstack.md.`,
+  async run(ctx) {
+    const options = parseDevstackOptions(ctx.argv, ctx.root);
+    const code = await runDevstack(options, ctx);
+    if (code !== 0) writeLine(ctx.stderr, `devstack: exit ${code} (see the summary above and ${options.stateDir}/logs)`);
+    return code;
   },
 };

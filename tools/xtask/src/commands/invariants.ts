@@ -26,13 +26,16 @@ own clock, that every sweep is keeping up. Nothing is changed.
 
   event_outbox_retention_overrun   published outbox rows older than the outbox window + 48 h
   event_inbox_retention_overrun    inbox rows older than the inbox window + 48 h
-  prune_latch                      no transport sweep is latched at its cycle cap
+  prune_latch                      no sweep (transport or service-local) is latched at its cap
   event_outbox_parked              no outbox row is parked (never delivered; redrive it)
   <table>_archive_overrun          archivable rows older than the hot window + 48 h
                                    (archiving services with registered specs)
   cleanup_history_retention_overrun
                                    finished cleanup jobs older than their retention + 48 h
                                    (services with cleanup jobs)
+  subsidy_reconcile_queue_retention_overrun
+                                   settled reconcile rows older than
+                                   RECONCILE_SETTLED_RETENTION_DAYS + 48 h (financial)
 
 A window of 0 (sweep disabled) holds trivially. Exit 0 when all hold, 1 when any is red.
 --json prints the results as JSON.`,
@@ -46,6 +49,8 @@ A window of 0 (sweep disabled) holds trivially. Exit 0 when all hold, 1 when any
     const specs: RetentionSpec[] = [...transportRetentionSpecs(settings.retention)];
     if (settings.archive && entry.archive) specs.push(...archiveRetentionSpecs(entry.archive.specs, settings.archive.hotWindowDays));
     if (settings.cleanup) specs.push(...cleanupRetentionSpecs(settings.cleanup.jobRetentionDays));
+    // The service's own sweeps (financial: settled subsidy_reconcile_queue rows).
+    if (entry.invariants) specs.push(...entry.invariants(settings));
 
     const sql = createClient(settings.databaseUrl, { service: `${name}:xtask`, max: 1 });
     const results: InvariantResult[] = [];

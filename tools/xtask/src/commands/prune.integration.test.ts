@@ -80,7 +80,7 @@ describe('pnpm xtask prune <service>', () => {
   });
 
   it('every built-in service applies the mq migration set first', () => {
-    for (const name of ['cases', 'security', 'inventory'] as const) {
+    for (const name of ['cases', 'security', 'inventory', 'financial'] as const) {
       const settings = loadServiceSettings(name, {
         [`CRAIG_${name.toUpperCase()}__DATABASE_URL`]: db.url,
         [`CRAIG_${name.toUpperCase()}__ADMIN_TOKEN`]: 'x'.repeat(16),

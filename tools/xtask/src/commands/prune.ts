@@ -1,24 +1,28 @@
 import { createClient } from '@craig/db';
-import { isTransportTable, previewTransportPrune, pruneTransportTables, resumePrune, TRANSPORT_TABLES, type TablePruneResult } from '@craig/mq';
+import { previewTransportPrune, pruneTransportTables, resumePrune, TRANSPORT_TABLES, type PruneLatch, type TablePrunePreview, type TablePruneStatus } from '@craig/mq';
 import { loadServiceSettings } from '@craig/settings';
 import pino from 'pino';
 import { parseArgs, UsageError, writeLine, type Command } from '../command.ts';
-import { knownServiceNames, serviceEntry } from '../services.ts';
+import { knownServiceNames, localSweepsOf, serviceEntry, type LocalSweepRun } from '../services.ts';
 
 export const pruneCommand: Command = {
   name: 'prune',
-  summary: "run, preview (--dry-run) or resume (--resume <table>) a service's transport prune",
+  summary: "run, preview (--dry-run) or resume (--resume <table>) a service's transport prune and its local sweeps",
   usage: `pnpm xtask prune <service> [--dry-run] [--resume <table>]
 
 Reads the service's settings (CRAIG_<SERVICE>__DATABASE_URL and the retention windows
-EVENT_OUTBOX_RETENTION_DAYS / EVENT_INBOX_RETENTION_DAYS) like the service does.
+EVENT_OUTBOX_RETENTION_DAYS / EVENT_INBOX_RETENTION_DAYS, and the windows of the service's
+own terminal-state sweeps, e.g. financial's RECONCILE_SETTLED_RETENTION_DAYS) like the
+service does.
 
-  (no option)       run one transport prune cycle now, under the same advisory lock as the
-                    service's workers (if one of them is pruning, this cycle is skipped)
+  (no option)       run one transport prune cycle now, then one cycle of each of the
+                    service's local sweeps, each under the same advisory lock as the
+                    service's own (if one of them is running, that cycle is skipped)
   --dry-run         report what a cycle would delete per table, and whether it would hit the
                     per-cycle cap and latch; deletes nothing
-  --resume <table>  clear the cap latch of event_outbox or event_inbox so the next cycle
-                    deletes again. A latched sweep resumes only this way: read
+  --resume <table>  clear the cap latch of event_outbox, event_inbox or one of the service's
+                    local sweep targets (financial: subsidy_reconcile_queue) so the next
+                    cycle deletes again. A latched sweep resumes only this way: read
                     docs/runbooks/prune-cap-latched.md first.`,
   async run(ctx) {
     const { positionals, flags, options } = parseArgs(ctx.argv, { flags: ['dry-run'], options: ['resume'] });
@@ -26,12 +30,15 @@ EVENT_OUTBOX_RETENTION_DAYS / EVENT_INBOX_RETENTION_DAYS) like the service does.
     if (!name || extra.length > 0) throw new UsageError('expected exactly one service name');
     const resume = options.get('resume');
     if (resume !== undefined && flags.has('dry-run')) throw new UsageError('--resume and --dry-run do not go together');
-    if (resume !== undefined && !isTransportTable(resume)) throw new UsageError(`--resume takes ${TRANSPORT_TABLES.join(' or ')}, not "${resume}"`);
     const entry = serviceEntry(name);
     if (!entry) throw new UsageError(`unknown service "${name}" (known: ${knownServiceNames().join(', ')})`);
     const settings = loadServiceSettings(entry.profile, ctx.env);
+    const locals = localSweepsOf(entry, settings);
+    const targets = [...TRANSPORT_TABLES, ...locals.map((l) => l.target)];
+    if (resume !== undefined && !targets.includes(resume)) throw new UsageError(`--resume takes ${orList(targets)}, not "${resume}"`);
     const { retention } = settings;
     const service = `${name}:xtask`;
+    const width = Math.max(12, ...targets.map((t) => t.length));
 
     if (resume !== undefined || flags.has('dry-run')) {
       const sql = createClient(settings.databaseUrl, { service, max: 1 });
@@ -46,14 +53,16 @@ EVENT_OUTBOX_RETENTION_DAYS / EVENT_INBOX_RETENTION_DAYS) like the service does.
           );
           return 0;
         }
-        writeLine(ctx.stdout, `${name}: dry run (outbox window ${retention.outboxDays} d, inbox window ${retention.inboxDays} d; nothing deleted)`);
-        for (const t of await previewTransportPrune(sql, retention)) {
+        writeLine(ctx.stdout, `${name}: dry run (outbox window ${retention.outboxDays} d, inbox window ${retention.inboxDays} d${locals.map((l) => `, ${l.target} window ${l.windowDays} d`).join('')}; nothing deleted)`);
+        const previews: Array<Omit<TablePrunePreview, 'table'> & { readonly table: string }> = [...(await previewTransportPrune(sql, retention))];
+        for (const local of locals) previews.push({ table: local.target, ...(await local.preview(sql)) });
+        for (const t of previews) {
           const state = t.disabled
             ? 'disabled (window 0)'
             : t.latch
               ? `latched since ${t.latch.latchedAt.toISOString()}: would delete nothing (${t.eligible} eligible); resume with --resume ${t.table}`
               : `would delete ${t.wouldDelete} rows${t.wouldLatch ? ' and then hit the cap and latch (more are eligible)' : ''}`;
-          writeLine(ctx.stdout, `  ${t.table.padEnd(12)}  ${state}`);
+          writeLine(ctx.stdout, `  ${t.table.padEnd(width)}  ${state}`);
         }
         return 0;
       } finally {
@@ -64,15 +73,24 @@ EVENT_OUTBOX_RETENTION_DAYS / EVENT_INBOX_RETENTION_DAYS) like the service does.
     const result = await pruneTransportTables({ databaseUrl: settings.databaseUrl, service, retention, logger: pino({ level: 'silent' }), signal: ctx.signal });
     if (result.skipped) {
       writeLine(ctx.stdout, `${name}: skipped: another pruner holds the transport prune lock on this database`);
-      return 0;
+    } else {
+      writeLine(ctx.stdout, `${name}: prune cycle in ${result.ms} ms (outbox window ${retention.outboxDays} d, inbox window ${retention.inboxDays} d)`);
+      for (const t of result.tables) writeLine(ctx.stdout, `  ${t.table.padEnd(width)}  ${describe(name, t)}`);
     }
-    writeLine(ctx.stdout, `${name}: prune cycle in ${result.ms} ms (outbox window ${retention.outboxDays} d, inbox window ${retention.inboxDays} d)`);
-    for (const t of result.tables) writeLine(ctx.stdout, `  ${t.table.padEnd(12)}  ${describe(name, t)}`);
+    for (const local of locals) {
+      if (ctx.signal?.aborted) break;
+      const run = await local.run({ databaseUrl: settings.databaseUrl, service, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+      writeLine(ctx.stdout, `  ${local.target.padEnd(width)}  ${describe(name, { table: local.target, ...run })} (window ${local.windowDays} d)`);
+    }
     return 0;
   },
 };
 
-function describe(service: string, t: TablePruneResult): string {
+function orList(items: readonly string[]): string {
+  return items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} or ${items.at(-1)}`;
+}
+
+function describe(service: string, t: { readonly table: string; readonly status: TablePruneStatus | LocalSweepRun['status']; readonly deleted: number; readonly batches: number; readonly latch?: PruneLatch | undefined }): string {
   switch (t.status) {
     case 'pruned':
       return `pruned ${t.deleted} rows in ${t.batches} batches`;
@@ -86,5 +104,7 @@ function describe(service: string, t: TablePruneResult): string {
       return `aborted after ${t.deleted} rows`;
     case 'not_reached':
       return 'not reached (aborted)';
+    case 'skipped':
+      return 'skipped: another sweeper holds its lock on this database';
   }
 }

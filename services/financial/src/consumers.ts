@@ -1,0 +1,43 @@
+import type { Sql } from '@craig/db';
+import { startConsumer, type Subscription, type Transport } from '@craig/mq';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { enqueueFromEvent } from './reconcile-store.ts';
+
+/** The inbox consumer that feeds the reconcile queue. */
+export const PLACEMENTS_CONSUMER = 'financial.placements';
+export const PLACEMENT_PATTERNS: readonly string[] = Object.freeze(['placement.*']);
+
+export interface PlacementConsumerOptions {
+  readonly transport: Transport;
+  /** The financial database's pool. */
+  readonly sql: Sql;
+  /** Settings INBOX_MAX_RETRIES. */
+  readonly maxRetries: number;
+  readonly registry: Registry;
+  readonly logger?: Logger;
+  readonly prefetch?: number;
+  readonly retryDelayMs?: (attempt: number) => number;
+}
+
+/**
+ * Subscribe `financial.placements` to `placement.*`: each `placement.started` /
+ * `placement.ended` enqueues one pending reconcile row in the inbox transaction, so a
+ * redelivery, a replay or a racing replica finds the inbox record and writes nothing.
+ */
+export function startPlacementConsumer(options: PlacementConsumerOptions): Promise<Subscription> {
+  return startConsumer({
+    transport: options.transport,
+    sql: options.sql,
+    consumer: PLACEMENTS_CONSUMER,
+    patterns: PLACEMENT_PATTERNS,
+    maxRetries: options.maxRetries,
+    registry: options.registry,
+    ...(options.logger ? { logger: options.logger } : {}),
+    handler: async (event, tx) => {
+      await enqueueFromEvent(tx, event);
+    },
+    ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
+    ...(options.retryDelayMs ? { retryDelayMs: options.retryDelayMs } : {}),
+  });
+}

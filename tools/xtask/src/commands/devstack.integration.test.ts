@@ -1,0 +1,118 @@
+// The devstack as an operator runs it: `xtask devstack --for 45` in a child process against the
+// test PostgreSQL server (its own database names, dropped afterwards), the S3 test server and the
+// bus. Passing means every service stayed up, a prune cycle deleted the aged history, and the
+// demo traffic's syncs ended in completed cleanup jobs.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { postgres, tcpReachable } from '@craig/testkit';
+import { afterAll, describe, expect, it } from 'vitest';
+import { capture } from '../test-io.ts';
+import { runXtask } from '../run.ts';
+import { dropDatabases } from '../devstack/databases.ts';
+import pg from 'postgres';
+
+const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
+const prefix = `ds_t${process.pid}_${Date.now().toString(36)}_`;
+let stateDir: string | undefined;
+
+afterAll(async () => {
+  const admin = await postgres();
+  const sql = pg(admin, { max: 1, onnotice: () => {} });
+  const names = (await sql<{ datname: string }[]>`select datname from pg_database where starts_with(datname, ${prefix})`).map((r) => r.datname);
+  await sql.end();
+  await dropDatabases(admin, names);
+  if (stateDir) await rm(stateDir, { recursive: true, force: true });
+});
+
+/**
+ * A base port with the seven after it free too, below the kernel's ephemeral range (from 32768):
+ * concurrent tests listen on kernel-chosen ports (`freePort()`, port 0) there, and one that took
+ * a port of this range after the check would make the service's listen fail on every restart.
+ */
+async function freeRange(size: number): Promise<number> {
+  for (;;) {
+    const base = 20_000 + Math.floor(Math.random() * 12_000);
+    const taken = await Promise.all(Array.from({ length: size }, (_, i) => tcpReachable('127.0.0.1', base + i, 200)));
+    if (!taken.some(Boolean)) return base;
+  }
+}
+
+describe('xtask devstack', () => {
+  it('runs the stack for 45 s: services stay up, aged history is pruned, cleanup jobs complete, and everything stops', async () => {
+    stateDir = await mkdtemp(join(tmpdir(), 'craig-devstack-test-'));
+    const portBase = await freeRange(8);
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('CRAIG_')) env[k] = v;
+    env.CRAIG__DATABASE_URL = await postgres();
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', MAIN, 'devstack', '--for', '45', '--quiet', '--port-base', String(portBase), '--state-dir', stateDir, '--db-prefix', prefix, '--history-rows', '5000'],
+      { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+
+    expect(code, out).toBe(0);
+    expect(out).toContain('not built yet:');
+    expect(out).toMatch(/inventory: seeded aged history/);
+    expect(out).toContain('inventory: stayed up');
+    // 60 % of 5,000 aged published outbox rows, 30 % aged inbox records (and the drained pending rows).
+    const pruned = /inventory: pruned ([\d,]+) rows \(event_outbox ([\d,]+), event_inbox ([\d,]+)\)/.exec(out);
+    expect(pruned, out).not.toBeNull();
+    expect(Number(pruned![2]!.replaceAll(',', ''))).toBeGreaterThanOrEqual(3000);
+    expect(Number(pruned![3]!.replaceAll(',', ''))).toBe(1500);
+    expect(out).toMatch(/inventory: cleanup jobs [1-9][\d,]* prune-library completed/);
+    expect(out).toContain('result: ok');
+    // Stopped: nothing listens on its port any more.
+    expect(await tcpReachable('127.0.0.1', portBase + 7, 300)).toBe(false);
+  }, 120_000);
+
+  it('never seeds demo history into a database that existed before it (CRAIG_<SVC>__DATABASE_URL)', async () => {
+    const admin = await postgres();
+    const existing = `${prefix}existing`;
+    const sql = pg(admin, { max: 1, onnotice: () => {} });
+    await sql`create database ${sql(existing)}`;
+    await sql.end();
+    const dir = await mkdtemp(join(tmpdir(), 'craig-devstack-test-'));
+    try {
+      const env: Record<string, string> = {};
+      for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('CRAIG_')) env[k] = v;
+      env.CRAIG__DATABASE_URL = admin;
+      const url = new URL(admin);
+      url.pathname = `/${existing}`;
+      env.CRAIG_INVENTORY__DATABASE_URL = url.toString();
+      const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'devstack', '--for', '2', '--quiet', '--port-base', String(await freeRange(8)), '--state-dir', dir, '--db-prefix', prefix, '--history-rows', '100'], {
+        cwd: ROOT,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      expect(await new Promise<number | null>((resolve) => child.once('exit', resolve)), out).toBe(0);
+      expect(out).toContain('inventory: its database existed before the devstack created any: no demo history seeded into it');
+      // The service installed its schema there (the database is on its allow-list) and ran, but no history went in.
+      const db = pg(url.toString(), { max: 1, onnotice: () => {} });
+      const [row] = await db`select (select count(*)::int from event_outbox) as outbox, (select count(*)::int from servers where external_id = 'seed-server') as seeded`;
+      await db.end();
+      expect(row).toEqual({ outbox: 0, seeded: 0 });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('refuses a bad flag with a usage error naming the value', async () => {
+    const stderr = capture();
+    expect(await runXtask(['devstack', '--for', '45s'], { stdout: capture(), stderr, root: ROOT })).toBe(2);
+    expect(stderr.text()).toContain('--for "45s": must be a whole number from 1 to 604800');
+    const only = capture();
+    expect(await runXtask(['devstack', '--only', 'inventory,ledger'], { stdout: capture(), stderr: only, root: ROOT })).toBe(2);
+    expect(only.text()).toContain('"ledger" is not a craig service');
+  });
+});

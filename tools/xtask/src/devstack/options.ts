@@ -1,0 +1,91 @@
+import { resolve } from 'node:path';
+import { SERVICE_NAMES, isServiceName } from '@craig/settings';
+import { parseArgs, UsageError } from '../command.ts';
+
+/** A devstack flag with a value it cannot take: names the flag and the value (exit code 2 with the usage). */
+export class DevstackOptionError extends UsageError {
+  readonly code = 'devstack_bad_option';
+  constructor(
+    readonly option: string,
+    readonly value: string,
+    expected: string,
+  ) {
+    super(`--${option} ${JSON.stringify(value)}: ${expected}`);
+  }
+}
+
+export interface DevstackOptions {
+  /** Wipe the state directory (embedded cluster, S3 objects, logs, state.json) first. */
+  readonly fresh: boolean;
+  /** First HTTP port: service i of SERVICE_NAMES gets base + i; undefined keeps each profile's own port. */
+  readonly portBase: number | undefined;
+  readonly rabbitmq: boolean;
+  /** Run this long once the stack is up, then stop and judge the run; undefined runs until interrupted. */
+  readonly forSeconds: number | undefined;
+  readonly quiet: boolean;
+  /** Services to run (all built ones when undefined). */
+  readonly only: readonly string[] | undefined;
+  /** Absolute path of the state directory. */
+  readonly stateDir: string;
+  /** Aged rows seeded into each fresh service database. */
+  readonly historyRows: number;
+  /** Database names are `<prefix><service>` and `<prefix>bus`. */
+  readonly dbPrefix: string;
+  /** Seed of the demo traffic's random source. */
+  readonly seed: number;
+}
+
+export const DEFAULT_STATE_DIR = '.devstack';
+export const DEFAULT_HISTORY_ROWS = 20_000;
+export const DEFAULT_DB_PREFIX = 'craig_';
+
+function whole(option: string, raw: string, min: number, max: number): number {
+  if (!/^[0-9]+$/.test(raw) || Number(raw) < min || Number(raw) > max) throw new DevstackOptionError(option, raw, `must be a whole number from ${min} to ${max}`);
+  return Number(raw);
+}
+
+/** Parse `pnpm xtask devstack` arguments; `root` resolves a relative --state-dir. */
+export function parseDevstackOptions(argv: readonly string[], root: string): DevstackOptions {
+  const { positionals, flags, options } = parseArgs(argv, {
+    flags: ['fresh', 'rabbitmq', 'quiet'],
+    options: ['port-base', 'for', 'only', 'state-dir', 'history-rows', 'db-prefix', 'seed'],
+  });
+  if (positionals.length > 0) throw new UsageError(`devstack takes no positional arguments, got ${JSON.stringify(positionals[0])}`);
+  const get = (name: string) => options.get(name);
+
+  const portBaseRaw = get('port-base');
+  const portBase = portBaseRaw === undefined ? undefined : whole('port-base', portBaseRaw, 1024, 65535 - SERVICE_NAMES.length);
+  const forRaw = get('for');
+  const forSeconds = forRaw === undefined ? undefined : whole('for', forRaw, 1, 7 * 86_400);
+
+  let only: string[] | undefined;
+  const onlyRaw = get('only');
+  if (onlyRaw !== undefined) {
+    only = onlyRaw.split(',').map((s) => s.trim());
+    for (const name of only) {
+      if (!isServiceName(name)) throw new DevstackOptionError('only', onlyRaw, `"${name}" is not a craig service (${SERVICE_NAMES.join(', ')})`);
+    }
+    if (only.length === 0) throw new DevstackOptionError('only', onlyRaw, 'must name at least one service');
+  }
+
+  const stateDirRaw = get('state-dir') ?? DEFAULT_STATE_DIR;
+  if (stateDirRaw.trim() === '') throw new DevstackOptionError('state-dir', stateDirRaw, 'must be a directory path');
+  const dbPrefix = get('db-prefix') ?? DEFAULT_DB_PREFIX;
+  // With the longest service name and "bus", the name stays within PostgreSQL's 63 bytes.
+  if (!/^[a-z_][a-z0-9_]{0,39}$/.test(dbPrefix)) throw new DevstackOptionError('db-prefix', dbPrefix, 'must be 1–40 of a-z, 0-9 and _, not starting with a digit');
+
+  const historyRaw = get('history-rows');
+  const seedRaw = get('seed');
+  return {
+    fresh: flags.has('fresh'),
+    portBase,
+    rabbitmq: flags.has('rabbitmq'),
+    forSeconds,
+    quiet: flags.has('quiet'),
+    only,
+    stateDir: resolve(root, stateDirRaw),
+    historyRows: historyRaw === undefined ? DEFAULT_HISTORY_ROWS : whole('history-rows', historyRaw, 0, 10_000_000),
+    dbPrefix,
+    seed: seedRaw === undefined ? 1 : whole('seed', seedRaw, 0, 2 ** 31 - 2),
+  };
+}
