@@ -55,12 +55,12 @@ export async function getCase(sql: Sql, caseId: string): Promise<CaseRow> {
   return toCase(row);
 }
 
-/** Cases oldest first, optionally only open or only closed. */
-export async function listCases(sql: Sql, options: { readonly status?: 'open' | 'closed'; readonly limit: number }): Promise<CaseRow[]> {
+/** Cases oldest first (or newest first), optionally only open or only closed. */
+export async function listCases(sql: Sql, options: { readonly status?: 'open' | 'closed'; readonly order?: 'oldest' | 'newest'; readonly limit: number }): Promise<CaseRow[]> {
   const rows = await sql<DbCase[]>`
     select id, subject, opened_at, closed_at from cases
     where ${options.status === 'open' ? sql`closed_at is null` : options.status === 'closed' ? sql`closed_at is not null` : sql`true`}
-    order by opened_at, id
+    order by ${options.order === 'newest' ? sql`opened_at desc, id desc` : sql`opened_at, id`}
     limit ${options.limit}`;
   return rows.map(toCase);
 }

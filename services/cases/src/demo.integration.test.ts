@@ -44,7 +44,7 @@ describe('cases demo', () => {
     }
   });
 
-  it('tick opens a case over HTTP and, past the working set, closes the oldest open one', async () => {
+  it('tick opens a case over HTTP and, past the working set, closes the 20th newest open one', async () => {
     await h.app.listen({ host: '127.0.0.1', port: 0 });
     const address = h.app.server.address();
     const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
@@ -57,7 +57,7 @@ describe('cases demo', () => {
     const [later] = await h.db.sql`select count(*)::int as n, count(closed_at)::int as closed from cases`;
     expect(later).toEqual({ n: 22, closed: 1 });
     const [oldest] = await h.db.sql`select subject from cases where closed_at is not null`;
-    expect(oldest!.subject).toBe('demo case 0');
+    expect(oldest!.subject).toBe('demo case 2');
     await demo.tick!({ ...context(22, 0.9), urlOf: () => undefined });
     expect(demo.tables).toContain('cases');
   });

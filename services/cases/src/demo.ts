@@ -1,7 +1,7 @@
 // What the cases service contributes to `pnpm xtask devstack`.
 import { demoRequest, seedAgedOutbox, type AgedOutboxRow, type ServiceDemo } from '@craig/service';
 
-/** Open cases beyond this many get closed now and then, so the stack keeps a working set. */
+/** The live working set of open cases the demo keeps. */
 const OPEN_TARGET = 20;
 
 export const demo: ServiceDemo = {
@@ -31,13 +31,16 @@ export const demo: ServiceDemo = {
     await seedAgedOutbox(sql, events);
   },
 
+  // Open a case every tick; on half the ticks close the OPEN_TARGET-th newest open case, so the
+  // live working set (the cases placements and safety have heard of) stays about that size and
+  // closes keep flowing (and end placements).
   async tick(context) {
     const base = context.urlOf('cases');
     if (!base) return;
     await demoRequest(context, 'POST', `${base}/v1/cases`, { subject: `demo case ${context.tick}` });
     if (context.random() < 0.5) return;
-    const open = await demoRequest(context, 'GET', `${base}/v1/cases?status=open&limit=100`);
+    const open = await demoRequest(context, 'GET', `${base}/v1/cases?status=open&order=newest&limit=${OPEN_TARGET}`);
     const cases = (open.body as { cases?: Array<{ id: string }> } | undefined)?.cases ?? [];
-    if (cases.length > OPEN_TARGET) await demoRequest(context, 'POST', `${base}/v1/cases/${cases[0]!.id}/close`);
+    if (cases.length === OPEN_TARGET) await demoRequest(context, 'POST', `${base}/v1/cases/${cases[cases.length - 1]!.id}/close`);
   },
 };

@@ -8,6 +8,7 @@ const caseIdParams = z.object({ id: z.guid({ error: 'must be a case id (a UUID)'
 const openBody = z.strictObject({ subject: z.string().trim().min(1).max(MAX_SUBJECT_LENGTH) });
 const listQuery = z.strictObject({
   status: z.enum(['open', 'closed']).optional(),
+  order: z.enum(['oldest', 'newest']).default('oldest'),
   limit: z.coerce.number().int().min(1).max(MAX_CASES_PER_PAGE).default(50),
 });
 

@@ -128,6 +128,7 @@ describe('cases API', () => {
     expect((await call(h.app, 'GET', '/v1/cases?status=open')).body.cases.map((c: { id: string }) => c.id)).toEqual([ids[0], ids[2]]);
     expect((await call(h.app, 'GET', '/v1/cases?status=closed')).body.cases.map((c: { id: string }) => c.id)).toEqual([ids[1]]);
     expect((await call(h.app, 'GET', '/v1/cases?limit=2')).body.cases).toHaveLength(2);
+    expect((await call(h.app, 'GET', '/v1/cases?status=open&order=newest')).body.cases.map((c: { id: string }) => c.id)).toEqual([ids[2], ids[0]]);
     const bad = await call(h.app, 'GET', '/v1/cases?status=pending');
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatchObject({ code: 'invalid_request', field: 'query.status', value: 'pending' });

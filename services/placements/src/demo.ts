@@ -66,7 +66,7 @@ export const demo: ServiceDemo = {
     if (!base) return;
     const cases = context.urlOf('cases');
     if (cases) {
-      const open = await demoRequest(context, 'GET', `${cases}/v1/cases?status=open&limit=100`);
+      const open = await demoRequest(context, 'GET', `${cases}/v1/cases?status=open&order=newest&limit=20`);
       const list = (open.body as { cases?: Array<{ id: string }> } | undefined)?.cases ?? [];
       const pick = list[Math.floor(context.random() * list.length)];
       if (pick) await demoRequest(context, 'POST', `${base}/v1/placements`, { caseId: pick.id, provider: PROVIDERS[Math.floor(context.random() * PROVIDERS.length)] });

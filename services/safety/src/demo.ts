@@ -47,13 +47,13 @@ export const demo: ServiceDemo = {
     await seedAgedInbox(sql, CASES_CONSUMER, inbox);
   },
 
-  // File a report on a random open case listed by the cases service (409 until its case.opened
+  // File a report on a random one of the 20 newest open cases (409 until its case.opened
   // has arrived here, which is fine), on about a third of the ticks.
   async tick(context) {
     const base = context.urlOf('safety');
     const cases = context.urlOf('cases');
     if (!base || !cases || context.random() > 0.35) return;
-    const open = await demoRequest(context, 'GET', `${cases}/v1/cases?status=open&limit=100`);
+    const open = await demoRequest(context, 'GET', `${cases}/v1/cases?status=open&order=newest&limit=20`);
     const list = (open.body as { cases?: Array<{ id: string }> } | undefined)?.cases ?? [];
     const pick = list[Math.floor(context.random() * list.length)];
     if (!pick) return;
