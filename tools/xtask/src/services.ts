@@ -3,6 +3,7 @@ import type { MigrationSet } from '@craig/db';
 import { MQ_MIGRATIONS } from '@craig/mq';
 import { RETENTION_MIGRATIONS, type ArchiveSpec } from '@craig/retention';
 import { inventoryMigrationSets } from '@craig/svc-inventory';
+import { RULES_ARCHIVE_SPECS, rulesMigrationSets } from '@craig/svc-rules';
 import { SECURITY_ARCHIVE_SPECS, securityMigrationSets } from '@craig/svc-security';
 
 /**
@@ -51,6 +52,7 @@ export function serviceEntry(name: string): ServiceEntry | undefined {
 /** The archive specs of a built-in service that archives, in FK deletion order. */
 export function builtInArchiveSpecs(service: string): readonly ArchiveSpec[] | undefined {
   if (service === 'security') return SECURITY_ARCHIVE_SPECS;
+  if (service === 'rules') return RULES_ARCHIVE_SPECS;
   return undefined;
 }
 
@@ -65,7 +67,9 @@ export function builtInMigrationSets(service: string, settings: ServiceSettings)
   if (service === 'inventory') return inventoryMigrationSets({ allowedDatabases: settings.cleanup?.allowedDatabases ?? [] });
   // security: mq, `retention` (the archive ledger), then its own `security`.
   if (service === 'security') return securityMigrationSets();
+  // rules: mq, `retention` (the archive ledger), then its own `rules`.
+  if (service === 'rules') return rulesMigrationSets();
   // The archiving services carry the archive ledger (`retention`) after mq.
-  if (service === 'rules' || service === 'exchange') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
+  if (service === 'exchange') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
   return [MQ_MIGRATIONS];
 }
