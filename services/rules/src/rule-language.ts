@@ -106,7 +106,7 @@ export function parseRules(input: unknown): readonly Rule[] {
     if (first !== undefined) throw new InvalidRuleSetError(`rules[${i}].name`, i, r.name, `repeats the name of rules[${first}]`);
     seen.set(r.name, i);
   }
-  return Object.freeze(parsed.data.map((r) => Object.freeze({ ...r, when: Object.freeze(r.when) }))) as readonly Rule[];
+  return Object.freeze(parsed.data.map((r) => Object.freeze({ ...r, when: Object.freeze(r.when) })));
 }
 
 function knownKeys(path: readonly PropertyKey[]): string {

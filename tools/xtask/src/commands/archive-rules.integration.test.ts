@@ -64,11 +64,16 @@ describe('the rules service in xtask', () => {
     const before = await hot();
     expect(before).toEqual([{ snapshots: 2, previews: 1 }]);
 
+    const red = await xtask(['invariants', 'rules']);
+    expect(red.code).toBe(1);
+    expect(red.stdout).toMatch(/rule_evaluations_archive_overrun\s+RED\s+30 overdue/);
+
     const run = await xtask(['archive', 'rules']);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/rule_evaluations\s+30\s+1\s+[\d.]+ \w+\s+drained/);
     expect((await db.sql`select count(*)::int as n from rule_evaluations`)[0]!.n).toBe(3);
     expect(await hot()).toEqual(before);
+    expect((await xtask(['invariants', 'rules'])).stdout).toMatch(/rule_evaluations_archive_overrun\s+ok/);
 
     const fetched = await xtask(['archive-fetch', 'rules', '--table', 'rule_evaluations']);
     expect(fetched.code).toBe(0);
