@@ -110,7 +110,7 @@ create table rule_set_snapshots (
   constraint rule_set_snapshots_created_by_check CHECK (length(created_by) >= 1 AND length(created_by) <= 100),
   constraint rule_set_snapshots_pkey PRIMARY KEY (id),
   constraint rule_set_snapshots_rule_set_check CHECK (rule_set ~ '^[a-z0-9][a-z0-9_-]{0,62}$'::text),
-  constraint rule_set_snapshots_rules_check CHECK (jsonb_typeof(rules) = 'array'::text AND jsonb_array_length(rules) <= 200 AND octet_length(rules::text) <= 262144),
+  constraint rule_set_snapshots_rules_check CHECK (jsonb_typeof(rules) = 'array'::text AND jsonb_array_length(rules) <= 200 AND octet_length(rules::text) <= 1048576),
   constraint rule_set_snapshots_version UNIQUE (rule_set, version),
   constraint rule_set_snapshots_version_check CHECK (version >= 1)
 );

@@ -10,8 +10,9 @@ create table rule_set_snapshots (
   id bigserial primary key,
   rule_set text not null check (rule_set ~ '^[a-z0-9][a-z0-9_-]{0,62}$'),
   version integer not null check (version >= 1),
-  -- The validated rule array (src/rule-language.ts); bounded here too, whoever writes it.
-  rules jsonb not null check (jsonb_typeof(rules) = 'array' and jsonb_array_length(rules) <= 200 and octet_length(rules::text) <= 262144),
+  -- The validated rule array (src/rule-language.ts: at most 256 KiB as compact JSON); bounded
+  -- here too, whoever writes it (jsonb's text form is at most about twice the compact one).
+  rules jsonb not null check (jsonb_typeof(rules) = 'array' and jsonb_array_length(rules) <= 200 and octet_length(rules::text) <= 1048576),
   created_at timestamptz not null default now(),
   created_by text not null check (length(created_by) between 1 and 100),
   constraint rule_set_snapshots_version unique (rule_set, version)

@@ -23,6 +23,7 @@ export {
   MAX_PATH_SEGMENTS,
   MAX_IN_VALUES,
   MAX_STRING_VALUE,
+  MAX_RULES_BYTES,
   type Rule,
   type RuleCondition,
   type Outcome,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidRuleSetError } from './errors.ts';
-import { conditionHolds, evaluate, eventTypeMatches, MAX_IN_VALUES, MAX_RULES, parseRules, resolveField, type RuleCondition } from './rule-language.ts';
+import { conditionHolds, evaluate, eventTypeMatches, MAX_IN_VALUES, MAX_RULES, MAX_RULES_BYTES, parseRules, resolveField, type RuleCondition } from './rule-language.ts';
 
 const when = (op: RuleCondition['op'], value: unknown, field = 'x'): RuleCondition => ({ eventType: '#', field, op, value }) as RuleCondition;
 
@@ -174,6 +174,8 @@ describe('parseRules refuses invalid rules, naming the rule, the path and the va
     expect(refusal(Array.from({ length: MAX_RULES + 1 }, (_, i) => ({ ...valid, name: `r${i}` })))).toMatchObject({ field: 'rules', message: expect.stringContaining(`at most ${MAX_RULES} rules`) });
     expect(refusal([withWhen({ op: 'in', value: Array.from({ length: MAX_IN_VALUES + 1 }, (_, i) => i) })])).toMatchObject({ field: 'rules[0].when.value', ruleIndex: 0 });
     expect(refusal([withWhen({ value: 'x'.repeat(257) })])).toMatchObject({ field: 'rules[0].when.value' });
+    const wide = Array.from({ length: MAX_RULES }, () => withWhen({ op: 'in', value: Array.from({ length: 10 }, () => 'z'.repeat(200)) })).map((r, i) => ({ ...r, name: `r${i}` }));
+    expect(refusal(wide)).toMatchObject({ field: 'rules', ruleIndex: undefined, message: expect.stringContaining(`must be at most ${MAX_RULES_BYTES} bytes as JSON`) });
     // A huge offending value is carried truncated, never echoed whole.
     const big = refusal([withWhen({ value: { blob: 'y'.repeat(5000) } })]);
     expect(typeof big.value === 'string' && big.value.length < 1100).toBe(true);

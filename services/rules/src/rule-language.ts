@@ -14,6 +14,8 @@ export const MAX_PATH_SEGMENTS = 8;
 export const MAX_IN_VALUES = 100;
 /** Longest string a rule compares against. */
 export const MAX_STRING_VALUE = 256;
+/** Largest rule set, as compact JSON (the schema's check is a looser backstop on the jsonb text). */
+export const MAX_RULES_BYTES = 256 * 1024;
 
 export type Scalar = string | number | boolean | null;
 export type Outcome = 'pass' | 'flag' | 'block';
@@ -100,6 +102,8 @@ export function parseRules(input: unknown): readonly Rule[] {
     if (issue.path.length === 0 && Array.isArray(input)) message = `must hold at most ${MAX_RULES} rules`;
     throw new InvalidRuleSetError(pathText(issue.path), ruleIndex, valueAt(input, issue.path), message);
   }
+  const bytes = Buffer.byteLength(JSON.stringify(parsed.data));
+  if (bytes > MAX_RULES_BYTES) throw new InvalidRuleSetError('rules', undefined, `[${parsed.data.length} rules, ${bytes} bytes]`, `must be at most ${MAX_RULES_BYTES} bytes as JSON`);
   const seen = new Map<string, number>();
   for (const [i, r] of parsed.data.entries()) {
     const first = seen.get(r.name);
