@@ -1,5 +1,5 @@
 import type { Sql, TransactionSql } from '@craig/db';
-import { NotFoundError } from './errors.ts';
+import { NotFoundError, RulesError } from './errors.ts';
 import { parseRules, type Rule } from './rule-language.ts';
 
 /** The rule set the consumer evaluates events against: its latest snapshot is the active one. */
@@ -33,20 +33,32 @@ function toSnapshot(row: SnapshotRow): Snapshot {
   return { id: row.id, ruleSet: row.rule_set, version: row.version, rules, createdAt: row.created_at, createdBy: row.created_by };
 }
 
+// Concurrent posts to one set race for the same next version; the unique key refuses all but
+// one, and the others retry with the next number. Each round one writer wins, so this bounds
+// how many simultaneous writers of one set succeed without a 503.
+const MAX_VERSION_ATTEMPTS = 10;
+
 /**
- * Insert the next version of a rule set (validated rules). Concurrent writers of one set are
- * serialized by a transaction-scoped lock on the set's name, so versions are gapless.
+ * Insert the next version of a rule set (validated rules). Versions are gapless and unique:
+ * a concurrent post that took the same number is retried with the next one.
  */
 export async function createSnapshot(sql: Sql, input: { readonly ruleSet: string; readonly rules: readonly Rule[]; readonly createdBy: string }): Promise<Snapshot> {
-  return sql.begin(async (tx) => {
-    await tx`select pg_advisory_xact_lock(hashtextextended('rules.snapshot:' || ${input.ruleSet}, 0))`;
-    const [row] = await tx<SnapshotRow[]>`
-      insert into rule_set_snapshots (rule_set, version, rules, created_by)
-      select ${input.ruleSet}, coalesce(max(version), 0) + 1, ${JSON.stringify(input.rules)}::text::jsonb, ${input.createdBy}
-      from rule_set_snapshots where rule_set = ${input.ruleSet}
-      returning id::text, rule_set, version, rules::text as rules, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at, created_by`;
-    return toSnapshot(row!);
-  });
+  const rulesJson = JSON.stringify(input.rules);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const [row] = await sql<SnapshotRow[]>`
+        insert into rule_set_snapshots (rule_set, version, rules, created_by)
+        select ${input.ruleSet}, coalesce(max(version), 0) + 1, ${rulesJson}::text::jsonb, ${input.createdBy}
+        from rule_set_snapshots where rule_set = ${input.ruleSet}
+        returning id::text, rule_set, version, rules::text as rules, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at, created_by`;
+      return toSnapshot(row!);
+    } catch (error) {
+      if ((error as { constraint_name?: string }).constraint_name !== 'rule_set_snapshots_version') throw error;
+      if (attempt >= MAX_VERSION_ATTEMPTS) {
+        throw new RulesError('snapshot_version_conflict', `rule set ${JSON.stringify(input.ruleSet)}: ${attempt} concurrent posts took the next version first; post again`, { retryable: true, cause: error });
+      }
+    }
+  }
 }
 
 /** The latest snapshot of a rule set, or `undefined` when it has none. */
