@@ -61,7 +61,8 @@ export function createService(deps: RulesDeps): RulesService {
     logger,
     registry: deps.registry,
     adminToken: deps.adminToken,
-    // Room for the largest rule set (256 KiB of rules as jsonb, a little more as request JSON).
+    // Room for the largest rule set (256 KiB as compact JSON, more pretty-printed) and the
+    // redrive route's largest body (10,000 ids).
     bodyLimitBytes: 512 * 1024,
     readiness: [
       {
