@@ -2,7 +2,7 @@ import { isServiceName, SERVICE_PROFILES, type ServiceProfile, type ServiceSetti
 import type { MigrationSet } from '@craig/db';
 import type { Sql } from '@craig/db';
 import { MQ_MIGRATIONS, type PruneLatch, type RetentionSpec } from '@craig/mq';
-import { RETENTION_MIGRATIONS, type ArchiveSpec } from '@craig/retention';
+import type { ArchiveSpec } from '@craig/retention';
 import {
   financialMigrationSets,
   previewSettledReconcileSweep,
@@ -12,6 +12,7 @@ import {
 } from '@craig/svc-financial';
 import { EXCHANGE_ARCHIVE_SPECS, exchangeMigrationSets } from '@craig/svc-exchange';
 import { inventoryMigrationSets } from '@craig/svc-inventory';
+import { RULES_ARCHIVE_SPECS, rulesMigrationSets } from '@craig/svc-rules';
 import { SECURITY_ARCHIVE_SPECS, securityMigrationSets } from '@craig/svc-security';
 
 /**
@@ -101,6 +102,7 @@ export function serviceEntry(name: string): ServiceEntry | undefined {
 export function builtInArchiveSpecs(service: string): readonly ArchiveSpec[] | undefined {
   if (service === 'security') return SECURITY_ARCHIVE_SPECS;
   if (service === 'exchange') return EXCHANGE_ARCHIVE_SPECS;
+  if (service === 'rules') return RULES_ARCHIVE_SPECS;
   return undefined;
 }
 
@@ -135,7 +137,7 @@ export function builtInMigrationSets(service: string, settings: ServiceSettings)
   if (service === 'financial') return financialMigrationSets();
   // exchange: mq, `retention` (the archive ledger), then its own `exchange`.
   if (service === 'exchange') return exchangeMigrationSets();
-  // The archiving services carry the archive ledger (`retention`) after mq.
-  if (service === 'rules') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
+  // rules: mq, `retention` (the archive ledger), then its own `rules`.
+  if (service === 'rules') return rulesMigrationSets();
   return [MQ_MIGRATIONS];
 }
