@@ -1,16 +1,10 @@
 import { isServiceName, SERVICE_PROFILES, type ServiceProfile, type ServiceSettings } from '@craig/settings';
 import type { MigrationSet } from '@craig/db';
 import type { Sql } from '@craig/db';
-import { MQ_MIGRATIONS, type PruneLatch, type RetentionSpec } from '@craig/mq';
+import { MQ_MIGRATIONS, previewLocalSweep, runLocalSweep, type LocalSweepDefinition, type PruneLatch, type RetentionSpec } from '@craig/mq';
 import type { ArchiveSpec } from '@craig/retention';
-import {
-  financialMigrationSets,
-  previewSettledReconcileSweep,
-  reconcileRetentionSpecs,
-  RECONCILE_SWEEP_TARGET,
-  sweepSettledReconcileRows,
-} from '@craig/svc-financial';
-import { EXCHANGE_ARCHIVE_SPECS, exchangeMigrationSets } from '@craig/svc-exchange';
+import { financialMigrationSets, reconcileRetentionSpecs, RECONCILE_SWEEP } from '@craig/svc-financial';
+import { EXCHANGE_ARCHIVE_SPECS, exchangeMigrationSets, SEND_JOB_SWEEP, sendJobRetentionSpec } from '@craig/svc-exchange';
 import { inventoryMigrationSets } from '@craig/svc-inventory';
 import { RULES_ARCHIVE_SPECS, rulesMigrationSets } from '@craig/svc-rules';
 import { SECURITY_ARCHIVE_SPECS, securityMigrationSets } from '@craig/svc-security';
@@ -93,6 +87,7 @@ export function serviceEntry(name: string): ServiceEntry | undefined {
       migrationSets: (settings) => builtInMigrationSets(name, settings),
       ...(specs ? { archive: { specs } } : {}),
       ...(name === 'financial' ? financialExtras : {}),
+      ...(name === 'exchange' ? exchangeExtras : {}),
     };
   }
   return undefined;
@@ -106,20 +101,26 @@ export function builtInArchiveSpecs(service: string): readonly ArchiveSpec[] | u
   return undefined;
 }
 
+/** A service-local sweep (`@craig/mq` `runLocalSweep`) as xtask drives it, for a window in days. */
+function localSweep(definition: LocalSweepDefinition, days: number): LocalSweep {
+  return {
+    target: definition.name,
+    windowDays: days,
+    run: ({ databaseUrl, service, signal }) => runLocalSweep(definition, { databaseUrl, windowDays: days, applicationName: `${service}:${definition.name}-sweep`, ...(signal ? { signal } : {}) }),
+    preview: (sql) => previewLocalSweep(sql, definition, days),
+  };
+}
+
 /** Financial's sweep of settled reconcile rows and its invariant. */
 const financialExtras: Pick<ServiceEntry, 'invariants' | 'localSweeps'> = {
   invariants: (settings) => reconcileRetentionSpecs(settings.reconcile?.settledRetentionDays ?? 0),
-  localSweeps: (settings) => {
-    const days = settings.reconcile?.settledRetentionDays ?? 0;
-    return [
-      {
-        target: RECONCILE_SWEEP_TARGET,
-        windowDays: days,
-        run: (options) => sweepSettledReconcileRows({ ...options, retentionDays: days }),
-        preview: (sql) => previewSettledReconcileSweep(sql, days),
-      },
-    ];
-  },
+  localSweeps: (settings) => [localSweep(RECONCILE_SWEEP, settings.reconcile?.settledRetentionDays ?? 0)],
+};
+
+/** Exchange's sweep of finished send jobs and its invariant. */
+const exchangeExtras: Pick<ServiceEntry, 'invariants' | 'localSweeps'> = {
+  invariants: (settings) => [sendJobRetentionSpec(settings.sendJobs?.retentionDays ?? 0)],
+  localSweeps: (settings) => [localSweep(SEND_JOB_SWEEP, settings.sendJobs?.retentionDays ?? 0)],
 };
 
 export function knownServiceNames(): string[] {
