@@ -80,6 +80,20 @@ export {
 /** The batch-delete loop every sweep reuses (service-local sweeps bring their own target and lock key). */
 export { pruneTable, definePruneTarget, PRUNE_BATCH, PRUNE_CYCLE_CAP, type PruneBatch, type PruneTarget, type PruneTableOptions, type PruneTableResult } from './prune-table.ts';
 
+/** Service-local terminal-state sweeps on the same batch loop, lock discipline and latch. */
+export {
+  runLocalSweep,
+  previewLocalSweep,
+  resumeCommand,
+  LocalSweepRunner,
+  type LocalSweepDefinition,
+  type LocalSweepOptions,
+  type LocalSweepPreview,
+  type LocalSweepResult,
+  type LocalSweepRunnerOptions,
+  type LocalSweepStatus,
+} from './local-sweep.ts';
+
 /** The cap latch kept in the database (`prune_latch`), reusable by service-local sweeps. */
 export { readPruneLatches, latchPrune, resumePrune, type PruneLatch } from './prune-latch.ts';
 

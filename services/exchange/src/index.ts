@@ -19,6 +19,8 @@ export {
   sweepSendJobs,
   sendJobPruneTarget,
   sendJobRetentionSpec,
+  previewSendJobSweep,
+  SEND_JOB_SWEEP,
   SendJobSweeper,
   SEND_JOB_SWEEP_TABLE,
   type SendJobSweepOptions,

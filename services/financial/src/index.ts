@@ -34,6 +34,7 @@ export {
   settledPruneTarget,
   reconcileRetentionSpecs,
   RECONCILE_SWEEP_TARGET,
+  RECONCILE_SWEEP,
   type SweepOptions,
   type SweepPreview,
   type SweepResult,

@@ -25,7 +25,7 @@ describe('SweepRunner', () => {
     const runner = new SweepRunner({ databaseUrl: db.url, service: 'financial', retentionDays: 90, registry, batchSize: 5, initialDelayMs: 0, everyMs: 50 });
     const controller = new AbortController();
     const stopped = runner.run(controller.signal);
-    await eventually(async () => expect(await metricValue(registry, 'financial_reconcile_sweep_cycles_total', { status: 'pruned', trigger: 'timer' })).toBeGreaterThanOrEqual(2));
+    await eventually(async () => expect(await metricValue(registry, 'local_sweep_cycles_total', { sweep: 'subsidy_reconcile_queue', status: 'pruned', trigger: 'timer' })).toBeGreaterThanOrEqual(2));
     controller.abort();
     await stopped;
     expect((await db.sql`select count(*)::int as n from subsidy_reconcile_queue where status = 'settled'`)[0]!.n).toBe(0);

@@ -1,19 +1,14 @@
 import { isServiceName, SERVICE_PROFILES, type ServiceProfile, type ServiceSettings } from '@craig/settings';
 import type { MigrationSet } from '@craig/db';
 import type { Sql } from '@craig/db';
-import { MQ_MIGRATIONS, type PruneLatch, type RetentionSpec } from '@craig/mq';
-import { RETENTION_MIGRATIONS, type ArchiveSpec } from '@craig/retention';
+import { MQ_MIGRATIONS, previewLocalSweep, runLocalSweep, type LocalSweepDefinition, type PruneLatch, type RetentionSpec } from '@craig/mq';
+import type { ArchiveSpec } from '@craig/retention';
 import { CASES_MIGRATION_SETS } from '@craig/svc-cases';
-import {
-  financialMigrationSets,
-  previewSettledReconcileSweep,
-  reconcileRetentionSpecs,
-  RECONCILE_SWEEP_TARGET,
-  sweepSettledReconcileRows,
-} from '@craig/svc-financial';
-import { EXCHANGE_ARCHIVE_SPECS, exchangeMigrationSets } from '@craig/svc-exchange';
+import { financialMigrationSets, reconcileRetentionSpecs, RECONCILE_SWEEP } from '@craig/svc-financial';
+import { EXCHANGE_ARCHIVE_SPECS, exchangeMigrationSets, SEND_JOB_SWEEP, sendJobRetentionSpec } from '@craig/svc-exchange';
 import { inventoryMigrationSets } from '@craig/svc-inventory';
 import { PLACEMENTS_MIGRATION_SETS } from '@craig/svc-placements';
+import { RULES_ARCHIVE_SPECS, rulesMigrationSets } from '@craig/svc-rules';
 import { SAFETY_MIGRATION_SETS } from '@craig/svc-safety';
 import { SECURITY_ARCHIVE_SPECS, securityMigrationSets } from '@craig/svc-security';
 
@@ -95,6 +90,7 @@ export function serviceEntry(name: string): ServiceEntry | undefined {
       migrationSets: (settings) => builtInMigrationSets(name, settings),
       ...(specs ? { archive: { specs } } : {}),
       ...(name === 'financial' ? financialExtras : {}),
+      ...(name === 'exchange' ? exchangeExtras : {}),
     };
   }
   return undefined;
@@ -104,23 +100,30 @@ export function serviceEntry(name: string): ServiceEntry | undefined {
 export function builtInArchiveSpecs(service: string): readonly ArchiveSpec[] | undefined {
   if (service === 'security') return SECURITY_ARCHIVE_SPECS;
   if (service === 'exchange') return EXCHANGE_ARCHIVE_SPECS;
+  if (service === 'rules') return RULES_ARCHIVE_SPECS;
   return undefined;
+}
+
+/** A service-local sweep (`@craig/mq` `runLocalSweep`) as xtask drives it, for a window in days. */
+function localSweep(definition: LocalSweepDefinition, days: number): LocalSweep {
+  return {
+    target: definition.name,
+    windowDays: days,
+    run: ({ databaseUrl, service, signal }) => runLocalSweep(definition, { databaseUrl, windowDays: days, applicationName: `${service}:${definition.name}-sweep`, ...(signal ? { signal } : {}) }),
+    preview: (sql) => previewLocalSweep(sql, definition, days),
+  };
 }
 
 /** Financial's sweep of settled reconcile rows and its invariant. */
 const financialExtras: Pick<ServiceEntry, 'invariants' | 'localSweeps'> = {
   invariants: (settings) => reconcileRetentionSpecs(settings.reconcile?.settledRetentionDays ?? 0),
-  localSweeps: (settings) => {
-    const days = settings.reconcile?.settledRetentionDays ?? 0;
-    return [
-      {
-        target: RECONCILE_SWEEP_TARGET,
-        windowDays: days,
-        run: (options) => sweepSettledReconcileRows({ ...options, retentionDays: days }),
-        preview: (sql) => previewSettledReconcileSweep(sql, days),
-      },
-    ];
-  },
+  localSweeps: (settings) => [localSweep(RECONCILE_SWEEP, settings.reconcile?.settledRetentionDays ?? 0)],
+};
+
+/** Exchange's sweep of finished send jobs and its invariant. */
+const exchangeExtras: Pick<ServiceEntry, 'invariants' | 'localSweeps'> = {
+  invariants: (settings) => [sendJobRetentionSpec(settings.sendJobs?.retentionDays ?? 0)],
+  localSweeps: (settings) => [localSweep(SEND_JOB_SWEEP, settings.sendJobs?.retentionDays ?? 0)],
 };
 
 export function knownServiceNames(): string[] {
@@ -144,7 +147,7 @@ export function builtInMigrationSets(service: string, settings: ServiceSettings)
   if (service === 'financial') return financialMigrationSets();
   // exchange: mq, `retention` (the archive ledger), then its own `exchange`.
   if (service === 'exchange') return exchangeMigrationSets();
-  // The archiving services carry the archive ledger (`retention`) after mq.
-  if (service === 'rules') return [MQ_MIGRATIONS, RETENTION_MIGRATIONS];
+  // rules: mq, `retention` (the archive ledger), then its own `rules`.
+  if (service === 'rules') return rulesMigrationSets();
   return [MQ_MIGRATIONS];
 }

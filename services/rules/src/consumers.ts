@@ -1,0 +1,59 @@
+import type { Sql } from '@craig/db';
+import { startConsumer, type Subscription, type Transport } from '@craig/mq';
+import pino, { type Logger } from 'pino';
+import { Counter, type Registry } from 'prom-client';
+import { recordEvaluation } from './evaluation-store.ts';
+
+/** The inbox consumer that evaluates events. */
+export const EVALUATE_CONSUMER = 'rules.evaluate';
+/** What rules evaluates: case, placement and safety events (never its own `rule.*` or `rules.*`). */
+export const EVALUATE_PATTERNS: readonly string[] = Object.freeze(['case.*', 'placement.*', 'safety.*']);
+
+export interface EvaluateConsumerOptions {
+  readonly transport: Transport;
+  /** The rules database's pool. */
+  readonly sql: Sql;
+  /** Settings INBOX_MAX_RETRIES: retries of a failed evaluation before the event is dead-lettered. */
+  readonly maxRetries: number;
+  readonly registry: Registry;
+  readonly logger?: Logger;
+  readonly prefetch?: number;
+  readonly retryDelayMs?: (attempt: number) => number;
+}
+
+const counters = new WeakMap<Registry, Counter<'outcome'>>();
+function outcomeCounter(registry: Registry): Counter<'outcome'> {
+  let counter = counters.get(registry);
+  if (!counter) {
+    counter = new Counter({ name: 'rules_evaluations_total', help: 'Events evaluated by rules.evaluate, by outcome (pass, flag, block).', labelNames: ['outcome'], registers: [registry] });
+    counters.set(registry, counter);
+  }
+  return counter;
+}
+
+/**
+ * Subscribe `rules.evaluate` to case, placement and safety events: one `rule_evaluations` row
+ * and one staged `rule.evaluated` per event, in the inbox transaction.
+ */
+export async function startEvaluateConsumer(options: EvaluateConsumerOptions): Promise<Subscription> {
+  const logger = options.logger ?? pino({ level: 'silent' });
+  const counter = outcomeCounter(options.registry);
+  return startConsumer({
+    transport: options.transport,
+    sql: options.sql,
+    consumer: EVALUATE_CONSUMER,
+    patterns: EVALUATE_PATTERNS,
+    maxRetries: options.maxRetries,
+    registry: options.registry,
+    logger,
+    handler: async (event, tx, delivery) => {
+      const result = await recordEvaluation(tx, event, delivery.body);
+      if (result.outcome !== 'pass') logger.info({ eventId: event.eventId, eventType: event.eventType, outcome: result.outcome, matchedRules: result.matchedRules, snapshotVersion: result.snapshotVersion }, 'rule matched');
+      // Counted before the inbox transaction commits: a commit that then fails is retried and
+      // counted again, so the count may run ahead by such retries, never behind.
+      counter.inc({ outcome: result.outcome });
+    },
+    ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
+    ...(options.retryDelayMs ? { retryDelayMs: options.retryDelayMs } : {}),
+  });
+}

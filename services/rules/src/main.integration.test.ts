@@ -1,0 +1,119 @@
+// main.ts as an operator runs it: a child process configured only through the environment,
+// against a fresh database, the bus in that database, and the in-process S3 server.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { migrationTemplate } from '@craig/db';
+import { createPostgresBusTransport, MQ_MIGRATIONS, OutboxWorker, stageEvent } from '@craig/mq';
+import { eventually, freePort, s3, testDatabase, type S3TestServer, type TestDatabase } from '@craig/testkit';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
+const TOKEN = 'an-admin-token-for-tests';
+
+let db: TestDatabase;
+let server: S3TestServer;
+beforeAll(async () => {
+  [db, server] = await Promise.all([testDatabase({ prefix: 'rules_main', max: 1 }), s3({ conditional: true, bucket: 'rules-main' })]);
+});
+afterAll(async () => {
+  await Promise.all([db.drop(), server.stop()]);
+});
+
+// A producer service on the same bus (the bus lives in the rules database here).
+async function producer(busUrl: string) {
+  const producerDb = await testDatabase({ template: migrationTemplate([MQ_MIGRATIONS]), prefix: 'rules_main_cases', max: 1 });
+  const transport = await createPostgresBusTransport({ url: busUrl, service: 'cases', pollIntervalMs: 100 });
+  const outbox = new OutboxWorker({ service: 'cases', sql: producerDb.sql, databaseUrl: producerDb.url, transport, retention: { outboxDays: 30, inboxDays: 31 }, maxAttempts: 5, registry: new Registry() });
+  return {
+    db: producerDb,
+    outbox,
+    async drop() {
+      await transport.close({ graceMs: 0 });
+      await producerDb.drop();
+    },
+  };
+}
+
+function start(env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], { cwd: fileURLToPath(new URL('..', import.meta.url)), env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, exited, output: () => out };
+}
+
+describe('rules main.ts', () => {
+  it('migrates, serves, evaluates events from the bus, archives on demand, and stops in reverse order on SIGTERM', async () => {
+    const port = await freePort();
+    const proc = start({
+      CRAIG_RULES__DATABASE_URL: db.url,
+      CRAIG_RULES__BUS_DATABASE_URL: db.url,
+      CRAIG_RULES__ADMIN_TOKEN: TOKEN,
+      CRAIG_RULES__HTTP_PORT: String(port),
+      CRAIG_RULES__OBJECT_STORE_BACKEND: 's3',
+      CRAIG_RULES__OBJECT_STORE_ENDPOINT: server.endpoint,
+      CRAIG_RULES__OBJECT_STORE_REGION: server.region,
+      CRAIG_RULES__OBJECT_STORE_BUCKET: server.bucket,
+      CRAIG_RULES__OBJECT_STORE_ACCESS_KEY_ID: server.accessKeyId,
+      CRAIG_RULES__OBJECT_STORE_SECRET_ACCESS_KEY: server.secretAccessKey,
+      CRAIG_RULES__OBJECT_STORE_FORCE_PATH_STYLE: 'true',
+    });
+    try {
+      await eventually(async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+        expect(res.status).toBe(200);
+      }, { timeoutMs: 30_000 });
+      // An event from another service's outbox over the bus is evaluated, and rule.evaluated goes out.
+      const cases = await producer(db.url);
+      try {
+        await cases.db.sql.begin((tx) => stageEvent(tx, { aggregateType: 'safety', aggregateId: 'r-1', eventType: 'safety.reported', payload: { severity: 'high' } }));
+        expect((await cases.outbox.drainOnce()).published).toBe(1);
+        await eventually(async () => {
+          const res = await fetch(`http://127.0.0.1:${port}/v1/evaluations?eventType=safety.reported`);
+          expect(((await res.json()) as { evaluations: unknown[] }).evaluations).toMatchObject([{ outcome: 'flag', matchedRules: ['safety-high-severity'], snapshotVersion: 1 }]);
+        }, { timeoutMs: 15_000 });
+        await eventually(async () => expect(await db.sql`select event_type from event_outbox where published_at is not null`).toEqual([{ event_type: 'rule.evaluated' }]), { timeoutMs: 15_000 });
+      } finally {
+        await cases.drop();
+      }
+
+      // Aged rows are archived by an on-demand cycle, and the announcement is published.
+      await db.sql`
+        insert into rule_evaluations (event_id, event_type, snapshot_id, outcome, input, evaluated_at)
+        values (gen_random_uuid(), 'case.opened', (select id from rule_set_snapshots where rule_set = 'default'), 'pass', '{}', now() - interval '200 days')`;
+      const unauthorized = await fetch(`http://127.0.0.1:${port}/v1/admin/archive/run`, { method: 'POST' });
+      expect(unauthorized.status).toBe(401);
+      const run = await fetch(`http://127.0.0.1:${port}/v1/admin/archive/run`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(run.status).toBe(200);
+      expect(await run.json()).toMatchObject({ status: 'completed', tables: [{ table: 'rule_evaluations', rows: 1 }] });
+      expect((await db.sql`select count(*)::int as n from rule_evaluations`)[0]!.n).toBe(1);
+      await eventually(async () => expect((await db.sql`select count(*)::int as n from event_outbox where event_type = 'rules.archive.batch' and published_at is not null`)[0]!.n).toBe(1), { timeoutMs: 15_000 });
+
+      proc.child.kill('SIGTERM');
+      expect(await proc.exited).toBe(0);
+      const stopped = [...proc.output().matchAll(/"step":"([^"]+)"[^\n]*"msg":"stopped"/g)].map((m) => m[1]);
+      expect(stopped).toEqual(['http', 'archive loop', 'outbox worker', 'consumers', 'object store', 'transport', 'database pool']);
+    } finally {
+      proc.child.kill('SIGKILL');
+    }
+  });
+
+  it('refuses to start with an invalid object store setting, naming it', async () => {
+    const proc = start({
+      CRAIG_RULES__DATABASE_URL: db.url,
+      CRAIG_RULES__BUS_DATABASE_URL: db.url,
+      CRAIG_RULES__ADMIN_TOKEN: TOKEN,
+      CRAIG_RULES__HTTP_PORT: String(await freePort()),
+      CRAIG_RULES__OBJECT_STORE_BACKEND: 'local',
+      CRAIG_RULES__OBJECT_STORE_BUCKET: server.bucket,
+    });
+    try {
+      expect(await proc.exited).not.toBe(0);
+      expect(proc.output()).toContain('OBJECT_STORE_BACKEND');
+    } finally {
+      proc.child.kill('SIGKILL');
+    }
+  });
+});
