@@ -14,7 +14,14 @@ afterAll(() => h.drop());
 
 describe('exchange demo', () => {
   it('seeds archivable chains, chains held hot by a late handoff, fresh ones and sweepable jobs; one archive cycle and one sweep take exactly the aged ones', async () => {
+    // A live chain the running worker already handed off (the devstack seeds while the service
+    // runs): seeding must neither collide with it nor touch it.
+    await h.db.sql`
+      with r as (insert into ssa_screening_runs (case_id, status, as_of) values ('live-case', 'running', current_date) returning id),
+           m as (insert into ssa_screening_members (run_id, person_ref, status, completed_at) select id, 'live-case:child', 'matched', now() from r returning id)
+      insert into ssa_transport_handoffs (member_id, payload) select id, '{}'::jsonb from m`;
     await demo.seedAgedHistory(h.db.sql, { rows: 100 });
+    expect((await h.db.sql`select payload from ssa_transport_handoffs h join ssa_screening_members m on m.id = h.member_id where m.person_ref = 'live-case:child'`).map((r) => r.payload)).toEqual([{}]);
     for (const table of demo.tables) expect((await h.db.sql`select to_regclass(${table}) is not null as exists`)[0]).toEqual({ exists: true });
     const [counts] = await h.db.sql`
       select (select count(*)::int from ssa_screening_runs) as runs,
@@ -23,8 +30,8 @@ describe('exchange demo', () => {
              (select count(*)::int from event_inbox where consumer = 'exchange.cases') as inbox,
              (select count(*)::int from event_outbox) as outbox,
              (select count(*)::int from exchange_send_jobs where status = 'sending') as live`;
-    // 100 aged + 5 late + 10 fresh cases, two people each; a handoff per matched member.
-    expect(counts).toMatchObject({ runs: 115, members: 230, inbox: 115, outbox: 0, live: 3 });
+    // 100 aged + 5 late + 10 fresh cases, two people each (and the live chain); a handoff per matched member.
+    expect(counts).toMatchObject({ runs: 116, members: 231, inbox: 115, outbox: 0, live: 3 });
     const [matched] = await h.db.sql`select count(*)::int as n from ssa_screening_members where status = 'matched'`;
     expect(counts!.handoffs).toBe(matched!.n);
 
@@ -37,8 +44,8 @@ describe('exchange demo', () => {
     expect(rows.ssa_screening_runs).toBe(100);
     expect(rows.ssa_screening_members).toBe(205);
     expect(rows.ssa_transport_handoffs).toBe(counts!.handoffs - agedHandoffs!.n);
-    expect((await h.db.sql`select count(*)::int as n from ssa_screening_runs`)[0]!.n).toBe(15);
-    expect((await h.db.sql`select count(*)::int as n from ssa_screening_members`)[0]!.n).toBe(25);
+    expect((await h.db.sql`select count(*)::int as n from ssa_screening_runs`)[0]!.n).toBe(16);
+    expect((await h.db.sql`select count(*)::int as n from ssa_screening_members`)[0]!.n).toBe(26);
     expect((await h.db.sql`select count(*)::int as n from ssa_transport_handoffs h join ssa_screening_members m on m.id = h.member_id where h.created_at > now() - interval '365 days'`)[0]!.n).toBe(agedHandoffs!.n);
 
     // The send-job sweep: red before, green after; the live jobs stay.

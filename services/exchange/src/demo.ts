@@ -64,7 +64,8 @@ async function seedAgedHistory(sql: Sql, options: { readonly rows: number }): Pr
       insert into ssa_transport_handoffs (member_id, payload, created_at)
       select m.id, jsonb_build_object('runId', r.id::text, 'caseId', r.case_id, 'personRef', m.person_ref, 'asOf', r.as_of::text), m.completed_at
       from ssa_screening_members m join ssa_screening_runs r on r.id = m.run_id
-      where m.status = 'matched'`;
+      -- Only the seeded cases' members: the running worker hands off live ones meanwhile.
+      where m.status = 'matched' and r.case_id in (select case_id from demo_cases)`;
   });
 }
 

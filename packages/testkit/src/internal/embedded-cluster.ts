@@ -4,10 +4,10 @@
 // reach the binaries, e.g. in a mode-0700 `mktemp -d` clone.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
-import { chmod, chown, cp, mkdir, writeFile } from 'node:fs/promises';
+import { chmod, chown, cp, mkdir, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 interface Binaries {
@@ -94,6 +94,19 @@ async function usableBinaries(user: RunAs | undefined): Promise<string> {
   return cache;
 }
 
+/**
+ * As root the server runs as `postgres`, which must be able to reach its data directory: give
+ * "others" search permission (x, not read) on every ancestor that lacks it, e.g. a `mkdtemp`
+ * directory (0700). Nothing becomes readable or listable that was not.
+ */
+async function traversable(dir: string): Promise<void> {
+  for (let d = dir; ; d = dirname(d)) {
+    const { mode } = await stat(d);
+    if ((mode & 0o001) === 0) await chmod(d, (mode & 0o7777) | 0o001);
+    if (dirname(d) === d) return;
+  }
+}
+
 function run(file: string, args: string[], user: RunAs | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { ...(user ? { uid: user.uid, gid: user.gid } : {}), env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -110,7 +123,10 @@ export async function startCluster(options: { dataDir: string; port: number; pas
   const user = runAs();
   const native = await usableBinaries(user);
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
-  if (user) await chown(options.dataDir, user.uid, user.gid);
+  if (user) {
+    await chown(options.dataDir, user.uid, user.gid);
+    await traversable(dirname(resolve(options.dataDir)));
+  }
 
   if (!existsSync(join(options.dataDir, 'PG_VERSION'))) {
     const pwfile = join(tmpdir(), `craig-pg-pw-${process.pid}-${Date.now()}`);

@@ -1,7 +1,8 @@
-// The devstack as an operator runs it: `xtask devstack --for 45` in a child process against the
-// test PostgreSQL server (its own database names, dropped afterwards), the S3 test server and the
-// bus. Passing means every service stayed up, a prune cycle deleted the aged history, and the
-// demo traffic's syncs ended in completed cleanup jobs.
+// The devstack as an operator runs it on a machine with nothing installed: `xtask devstack --for
+// 45` in a child process with its own embedded PostgreSQL cluster (so the eight services' pools
+// never count against the shared test server's connections), the S3 test server and the bus.
+// Passing means every service stayed up, a prune cycle deleted its aged history, the archiving
+// services archived theirs, and the demo traffic's syncs ended in completed cleanup jobs.
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -42,12 +43,11 @@ async function freeRange(size: number): Promise<number> {
 }
 
 describe('xtask devstack', () => {
-  it('runs the stack for 45 s: services stay up, aged history is pruned, cleanup jobs complete, and everything stops', async () => {
+  it('runs all eight services for 45 s on an embedded cluster: they stay up, aged history is pruned and archived, cleanup jobs complete, and everything stops', async () => {
     stateDir = await mkdtemp(join(tmpdir(), 'craig-devstack-test-'));
     const portBase = await freeRange(8);
     const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('CRAIG_')) env[k] = v;
-    env.CRAIG__DATABASE_URL = await postgres();
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('CRAIG_') && k !== 'DATABASE_URL') env[k] = v;
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', MAIN, 'devstack', '--for', '45', '--quiet', '--port-base', String(portBase), '--state-dir', stateDir, '--db-prefix', prefix, '--history-rows', '5000'],
@@ -59,9 +59,19 @@ describe('xtask devstack', () => {
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
 
     expect(code, out).toBe(0);
-    expect(out).toContain('not built yet:');
-    expect(out).toMatch(/inventory: seeded aged history/);
-    expect(out).toContain('inventory: stayed up');
+    expect(out).toContain('embedded 15');
+    expect(out).not.toContain('not built yet');
+    for (const service of ['cases', 'placements', 'safety', 'security', 'rules', 'exchange', 'financial', 'inventory']) {
+      expect(out).toContain(`${service}: seeded aged history`);
+      expect(out).toContain(`${service}: stayed up`);
+      const swept = new RegExp(`${service}: pruned ([\\d,]+) rows`).exec(out);
+      expect(swept, `${service}\n${out}`).not.toBeNull();
+      expect(Number(swept![1]!.replaceAll(',', '')), service).toBeGreaterThan(0);
+    }
+    // The archiving services archived their aged audit rows (the first cycle runs 5 s after start).
+    expect(out).toMatch(/security: archived audit_log [1-9][\d,]*/);
+    expect(out).toMatch(/rules: archived rule_evaluations [1-9][\d,]*/);
+    expect(out).toMatch(/exchange: archived ssa_transport_handoffs [1-9][\d,]*, ssa_screening_members [1-9][\d,]*, ssa_screening_runs [1-9][\d,]*/);
     // 60 % of 5,000 aged published outbox rows, 30 % aged inbox records (and the drained pending rows).
     const pruned = /inventory: pruned ([\d,]+) rows \(event_outbox ([\d,]+), event_inbox ([\d,]+)\)/.exec(out);
     expect(pruned, out).not.toBeNull();
@@ -71,7 +81,7 @@ describe('xtask devstack', () => {
     expect(out).toContain('result: ok');
     // Stopped: nothing listens on its port any more.
     expect(await tcpReachable('127.0.0.1', portBase + 7, 300)).toBe(false);
-  }, 120_000);
+  }, 150_000);
 
   it('never seeds demo history into a database that existed before it (CRAIG_<SVC>__DATABASE_URL)', async () => {
     const admin = await postgres();
@@ -87,7 +97,8 @@ describe('xtask devstack', () => {
       const url = new URL(admin);
       url.pathname = `/${existing}`;
       env.CRAIG_INVENTORY__DATABASE_URL = url.toString();
-      const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'devstack', '--for', '2', '--quiet', '--port-base', String(await freeRange(8)), '--state-dir', dir, '--db-prefix', prefix, '--history-rows', '100'], {
+      // Only inventory: the case needs one service, and eight on the shared server would crowd its connections.
+      const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'devstack', '--only', 'inventory', '--for', '2', '--quiet', '--port-base', String(await freeRange(8)), '--state-dir', dir, '--db-prefix', prefix, '--history-rows', '100'], {
         cwd: ROOT,
         env,
         stdio: ['ignore', 'pipe', 'pipe'],

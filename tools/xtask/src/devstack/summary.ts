@@ -11,6 +11,10 @@ export interface ServiceOutcome {
   /** Aged history was seeded in this run (so a prune cycle had aged rows to delete). */
   readonly seededThisRun: boolean;
   readonly seedNote: string | undefined;
+  /** Seeding its aged history failed, with this message. */
+  readonly seedFailed?: string | undefined;
+  /** The service archives (its profile has archive settings). */
+  readonly archives?: boolean;
 }
 
 export interface Verdict {
@@ -21,8 +25,9 @@ export interface Verdict {
 
 /**
  * Per service: stayed up or crashed, rows pruned per table, outbox published, archive, cleanup
- * jobs. A timed run passes when every service stayed up and every service seeded in this run saw
- * a prune cycle delete aged rows.
+ * jobs. A timed run passes when every service stayed up, its aged history was seeded without an
+ * error, and every service seeded in this run saw a prune cycle delete aged rows (and, when it
+ * archives, an archive cycle archive some).
  */
 export function summarize(outcomes: readonly ServiceOutcome[], elapsedSeconds: number, timed: boolean): Verdict {
   const lines = [`devstack summary after ${Math.round(elapsedSeconds)} s:`];
@@ -41,6 +46,8 @@ export function summarize(outcomes: readonly ServiceOutcome[], elapsedSeconds: n
     if (o.seedNote) lines.push(`  ${o.name}: ${o.seedNote}`);
     if (!up) reasons.push(`${o.name} did not stay up (${o.crashes.map((c) => c.reason).join('; ') || o.statusAtEnd})`);
     if (o.seededThisRun && pruned === 0) reasons.push(`${o.name}: no prune cycle deleted aged rows`);
+    if (o.seededThisRun && o.archives && a.archivedRows.size === 0) reasons.push(`${o.name}: no archive cycle archived aged rows`);
+    if (o.seedFailed !== undefined) reasons.push(`${o.name}: seeding aged history failed (${o.seedFailed})`);
   }
   if (timed) lines.push(reasons.length === 0 ? 'result: ok' : `result: FAILED: ${reasons.join('; ')}`);
   return { ok: reasons.length === 0, reasons, lines };

@@ -23,6 +23,8 @@ export interface Running {
   traffic: boolean;
   seededThisRun: boolean;
   seedNote: string | undefined;
+  /** Seeding its aged history failed (the message): the timed run fails. */
+  seedFailed: string | undefined;
   ticks: number;
   ticking: boolean;
   lastError: { message: string; at: number } | undefined;
