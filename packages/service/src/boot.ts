@@ -166,8 +166,9 @@ export async function bootService<S extends BaseSettings>(settings: S, logger: L
 
 /**
  * `main.ts` in one call: load the service's settings from `env` (main passes `process.env`;
- * this package never reads it), create the logger, stop on SIGTERM/SIGINT, and boot. A fatal
- * start error is logged, everything already started is stopped, and the exit code is 1.
+ * this package never reads it), create the logger, stop on SIGTERM/SIGINT, and boot. Refused
+ * settings are logged (fatal) and written to stderr as they read; a fatal start error is logged
+ * and everything already started is stopped; either way the exit code is 1.
  */
 export async function runService<N extends ServiceName>(service: N, env: Env, options: BootOptions<SettingsFor<N>>): Promise<BootedService<SettingsFor<N>> | undefined> {
   let settings: SettingsFor<N>;
@@ -175,6 +176,9 @@ export async function runService<N extends ServiceName>(service: N, env: Env, op
     settings = loadServiceSettings(service, env);
   } catch (error) {
     createLogger(service, 'info').fatal({ err: error }, `${service} service refused its settings`);
+    // And as written, for the operator at a terminal: every problem on its own line, naming the
+    // variable and its value unescaped (the JSON line above is for the log pipeline).
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
     process.exitCode = 1;
     return undefined;
   }
