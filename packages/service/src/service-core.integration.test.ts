@@ -1,7 +1,6 @@
 // serviceCore and the boot context's coreDeps against real PostgreSQL and the PostgreSQL bus:
 // the app every createService starts from (readiness, the event admin routes on the service's
 // own outbox, the body limit), its outbox worker publishing, and what a service may replace.
-import { Writable } from 'node:stream';
 import { MQ_MIGRATIONS, stageEvent } from '@craig/mq';
 import { loadServiceSettings } from '@craig/settings';
 import { eventually, testDatabase, type TestDatabase } from '@craig/testkit';
@@ -17,15 +16,16 @@ afterEach(async () => {
   await Promise.all(dbs.splice(0).map((d) => d.drop()));
 });
 
+/** A logger whose "stopped" lines (one per lifecycle step) are kept in order. */
 function capturingLogger() {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
-      done();
+  const stopped: unknown[] = [];
+  const logger = pino({ level: 'info' }, {
+    write(line: string) {
+      const entry = JSON.parse(line) as { msg?: string; step?: unknown };
+      if (entry.msg === 'stopped') stopped.push(entry.step);
     },
   });
-  return { logger: pino({ level: 'info' }, stream), stoppedSteps: () => lines.filter((l) => l.msg === 'stopped').map((l) => l.step) };
+  return { logger, stoppedSteps: () => stopped };
 }
 
 async function setup(extra: Record<string, string> = {}) {
@@ -94,7 +94,7 @@ describe('serviceCore', () => {
     }
   });
 
-  it('takes the service's own readiness checks and event admin handlers instead', async () => {
+  it("takes the service's own readiness checks and event admin handlers instead", async () => {
     const { settings, logger } = await setup();
     const life = new Lifecycle(logger);
     try {
