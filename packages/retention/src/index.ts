@@ -19,6 +19,8 @@ export {
 } from './engine.ts';
 /** The timer loop and on-demand cycle every archiving service composes. */
 export { ArchiveRunner, type ArchiveRunnerOptions } from './runner.ts';
+/** A service's archive from its deps (engine + runner), and at boot those deps with the object store opened and closed on stop. */
+export { createServiceArchive, openArchiveDeps, type ArchiveDeps, type ArchiveSettingsInput, type ServiceArchiveOptions } from './service-archive.ts';
 /** What to archive: a table, its key and timestamp, its fixpoint (a closed set) and its FK guards. */
 export {
   defineArchiveSpec,

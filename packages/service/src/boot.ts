@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { Lifecycle } from './lifecycle.ts';
 import { createLogger } from './logger.ts';
+import type { ServiceCoreDeps } from './service-core.ts';
 
 /** What `build` gets: everything the boot helper opened for the service. */
 export interface BootContext<S extends BaseSettings = BaseSettings> {
@@ -17,6 +18,12 @@ export interface BootContext<S extends BaseSettings = BaseSettings> {
   readonly sql: Sql;
   readonly transport: Transport;
   readonly registry: Registry;
+  /**
+   * What every `createService(deps)` takes, from the above and the settings (database URL,
+   * admin token, transport-sweep windows, OUTBOX_MAX_ATTEMPTS, EVENT_PRUNE_EVERY_TICKS):
+   * `createService({ ...ctx.coreDeps, …the service's own })`.
+   */
+  readonly coreDeps: ServiceCoreDeps;
   /**
    * Register something `build` opened (an object store client, a second pool) to stop after the
    * outbox worker and before the transport: it outlives everything that could still use it.
@@ -81,6 +88,25 @@ export function loopTask(name: string, run: (signal: AbortSignal) => Promise<voi
 }
 
 /**
+ * Subscriptions a service opens itself (`service.startConsumers()`: a dead-letter consumer, or
+ * consumers with their own counters) as a {@link BackgroundTask}: opened in order with the
+ * other background tasks, closed before the outbox worker stops. A failed open leaves nothing
+ * to close (the opener closes what it had opened).
+ */
+export function subscriptionTask(name: string, open: () => Promise<{ close(): Promise<void> }>): BackgroundTask {
+  let opened: { close(): Promise<void> } | undefined;
+  return {
+    name,
+    async start() {
+      opened = await open();
+    },
+    async stop() {
+      await opened?.close();
+    },
+  };
+}
+
+/**
  * Boot a service on settings already loaded: migrate its sets (and the bus set on the bus
  * database when the transport is PostgreSQL), open the pool and the transport, `build` the
  * service, start the outbox worker, then the consumers and background tasks in order, then
@@ -101,7 +127,18 @@ export async function bootService<S extends BaseSettings>(settings: S, logger: L
   life.add('transport', () => transport.close());
 
   const registry = new Registry();
-  const context: BootContext<S> = { settings, logger, sql, transport, registry, onStop: (name, stop) => life.add(name, stop) };
+  const coreDeps: ServiceCoreDeps = {
+    sql,
+    databaseUrl: settings.databaseUrl,
+    registry,
+    adminToken: settings.adminToken,
+    transport,
+    retention: settings.retention,
+    outboxMaxAttempts: settings.outbox.maxAttempts,
+    pruneEveryTicks: settings.outbox.pruneEveryTicks,
+    logger,
+  };
+  const context: BootContext<S> = { settings, logger, sql, transport, registry, coreDeps, onStop: (name, stop) => life.add(name, stop) };
   const parts = await options.build(context);
 
   if (parts.outbox) {
@@ -129,8 +166,9 @@ export async function bootService<S extends BaseSettings>(settings: S, logger: L
 
 /**
  * `main.ts` in one call: load the service's settings from `env` (main passes `process.env`;
- * this package never reads it), create the logger, stop on SIGTERM/SIGINT, and boot. A fatal
- * start error is logged, everything already started is stopped, and the exit code is 1.
+ * this package never reads it), create the logger, stop on SIGTERM/SIGINT, and boot. Refused
+ * settings are logged (fatal) and written to stderr as they read; a fatal start error is logged
+ * and everything already started is stopped; either way the exit code is 1.
  */
 export async function runService<N extends ServiceName>(service: N, env: Env, options: BootOptions<SettingsFor<N>>): Promise<BootedService<SettingsFor<N>> | undefined> {
   let settings: SettingsFor<N>;
@@ -138,6 +176,9 @@ export async function runService<N extends ServiceName>(service: N, env: Env, op
     settings = loadServiceSettings(service, env);
   } catch (error) {
     createLogger(service, 'info').fatal({ err: error }, `${service} service refused its settings`);
+    // And as written, for the operator at a terminal: every problem on its own line, naming the
+    // variable and its value unescaped (the JSON line above is for the log pipeline).
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
     process.exitCode = 1;
     return undefined;
   }

@@ -16,7 +16,9 @@ export type { DemoContext, ServiceDemo } from './demo.ts';
 /** Aged outbox and inbox rows for a demo's `seedAgedHistory`, and the request its `tick` makes. */
 export { seedAgedOutbox, seedAgedInbox, demoRequest, type AgedOutboxRow, type AgedInboxRow } from './demo-kit.ts';
 /** The composition root every `main.ts` repeats: settings, schema, pool, transport, parts started in order, stopped in reverse. */
-export { bootService, runService, loopTask, type BackgroundTask, type BootContext, type BootedService, type BootOptions, type ConsumerSpec, type ServiceParts } from './boot.ts';
+export { bootService, runService, loopTask, subscriptionTask, type BackgroundTask, type BootContext, type BootedService, type BootOptions, type ConsumerSpec, type ServiceParts } from './boot.ts';
+/** What every `createService` builds first (the app with the event admin routes, the outbox worker) from the deps every service takes. */
+export { serviceCore, consumerOptions, type ServiceCore, type ServiceCoreDeps, type ServiceCoreOptions, type ConsumerDeps, type ConsumerOptions } from './service-core.ts';
 /** Parse a request part with zod; a mismatch is an `invalid_request` error naming the field and value. */
 export { parseRequest, InvalidRequestError, type RequestPart } from './validation.ts';
 /** The local view of cases (`case_refs`) that `case.*` consumers keep, and the refusals it backs. */

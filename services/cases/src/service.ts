@@ -1,29 +1,10 @@
-import type { Sql } from '@craig/db';
-import { OutboxWorker, type RetentionWindows, type Transport } from '@craig/mq';
-import { createHttpApp, outboxAdminHandlers, registerEventAdminRoutes, silentLogger } from '@craig/service';
+import type { OutboxWorker } from '@craig/mq';
+import { serviceCore, type ServiceCoreDeps } from '@craig/service';
 import type { FastifyInstance } from 'fastify';
-import type { Logger } from 'pino';
-import type { Registry } from 'prom-client';
 import { registerRoutes } from './routes.ts';
 
-export interface CasesDeps {
-  readonly sql: Sql;
-  /** The database URL: each transport-sweep cycle opens a dedicated session on it. */
-  readonly databaseUrl: string;
-  readonly registry: Registry;
-  readonly adminToken: string;
-  /** Where the outbox publishes (`createTransport(settings.transport, …)`). */
-  readonly transport: Transport;
-  /** Transport-sweep windows (EVENT_OUTBOX/INBOX_RETENTION_DAYS). */
-  readonly retention: RetentionWindows;
-  /** OUTBOX_MAX_ATTEMPTS. */
-  readonly outboxMaxAttempts: number;
-  /** EVENT_PRUNE_EVERY_TICKS: outbox-worker ticks between transport prune cycles; default hourly (3600). */
-  readonly pruneEveryTicks?: number;
-  readonly logger?: Logger;
-  /** Outbox loop tuning (tests); defaults suit production. */
-  readonly outbox?: { readonly pollIntervalMs?: number };
-}
+/** What every service takes (pool, database URL, registry, admin token, transport, windows, outbox tuning). */
+export type CasesDeps = ServiceCoreDeps;
 
 export interface CasesService {
   readonly app: FastifyInstance;
@@ -33,28 +14,7 @@ export interface CasesService {
 
 /** The cases service, wired from its dependencies; `main.ts` and the tests both use this. */
 export function createService(deps: CasesDeps): CasesService {
-  const logger = deps.logger ?? silentLogger();
-  const app = createHttpApp({
-    service: 'cases',
-    logger,
-    registry: deps.registry,
-    adminToken: deps.adminToken,
-    bodyLimitBytes: 16 * 1024,
-    readiness: [{ name: 'database', check: async () => void (await deps.sql`select 1`) }],
-  });
+  const { app, outbox } = serviceCore('cases', deps, { bodyLimitBytes: 16 * 1024 });
   registerRoutes(app, deps.sql);
-  registerEventAdminRoutes(app, outboxAdminHandlers(deps.sql, deps.retention));
-  const outbox = new OutboxWorker({
-    service: 'cases',
-    sql: deps.sql,
-    databaseUrl: deps.databaseUrl,
-    transport: deps.transport,
-    retention: deps.retention,
-    maxAttempts: deps.outboxMaxAttempts,
-    registry: deps.registry,
-    logger,
-    ...(deps.outbox?.pollIntervalMs === undefined ? {} : { pollIntervalMs: deps.outbox.pollIntervalMs }),
-    ...(deps.pruneEveryTicks === undefined ? {} : { pruneEveryTicks: deps.pruneEveryTicks }),
-  });
   return { app, outbox };
 }

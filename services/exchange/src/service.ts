@@ -1,27 +1,15 @@
-import type { Sql } from '@craig/db';
-import { OutboxWorker, redriveParked, replayEvents, type RetentionWindows, type Subscription, type Transport } from '@craig/mq';
-import { ArchiveRunner, createArchiveEngine, type ArchiveEngine } from '@craig/retention';
-import { createHttpApp, registerEventAdminRoutes, silentLogger } from '@craig/service';
-import type { ObjectStore } from '@craig/store';
+import type { OutboxWorker, Subscription } from '@craig/mq';
+import { createServiceArchive, type ArchiveDeps, type ArchiveEngine, type ArchiveRunner } from '@craig/retention';
+import { consumerOptions, serviceCore, type ConsumerDeps, type ServiceCoreDeps } from '@craig/service';
 import type { FastifyInstance } from 'fastify';
-import type { Logger } from 'pino';
-import type { Registry } from 'prom-client';
 import { EXCHANGE_ARCHIVE_SPECS } from './archive-specs.ts';
 import { startCasesConsumer } from './consumers.ts';
 import { registerRoutes } from './routes.ts';
 import { SendJobSweeper } from './send-job-sweep.ts';
 import { ExchangeWorker } from './worker.ts';
 
-export interface ExchangeArchiveDeps {
-  /** `createObjectStore(settings.archive.objectStore, …)`. */
-  readonly store: ObjectStore;
-  /** Settings ARCHIVE_HOT_WINDOW_DAYS (≥ 365 for exchange), ARCHIVE_PREFIX, ARCHIVE_EVERY_MINUTES. */
-  readonly hotWindowDays: number;
-  readonly prefix: string;
-  readonly everyMinutes: number;
-  /** Wait before the first timed cycle (tests); default 5 s. */
-  readonly initialDelayMs?: number;
-}
+/** The object store and settings ARCHIVE_HOT_WINDOW_DAYS (≥ 365 for exchange), ARCHIVE_PREFIX, ARCHIVE_EVERY_MINUTES. */
+export type ExchangeArchiveDeps = ArchiveDeps;
 
 export interface ExchangeSendJobDeps {
   /** Settings SEND_JOB_RETENTION_DAYS; 0 disables the sweep. */
@@ -34,27 +22,9 @@ export interface ExchangeSendJobDeps {
   readonly cap?: number;
 }
 
-export interface ExchangeDeps {
-  /** A pool on the exchange database. */
-  readonly sql: Sql;
-  /** The same database's URL: the sweeps and the archive cycle open dedicated sessions on it. */
-  readonly databaseUrl: string;
-  readonly registry: Registry;
-  readonly adminToken: string;
-  /** Where `case.opened` comes from (`createTransport(settings.transport, …)`). */
-  readonly transport: Transport;
-  /** Transport-sweep windows (EVENT_OUTBOX/INBOX_RETENTION_DAYS). */
-  readonly retention: RetentionWindows;
-  /** Settings OUTBOX_MAX_ATTEMPTS and INBOX_MAX_RETRIES. */
-  readonly outboxMaxAttempts: number;
-  /** EVENT_PRUNE_EVERY_TICKS: outbox-worker ticks between transport prune cycles; default hourly. */
-  readonly pruneEveryTicks?: number;
-  readonly inboxMaxRetries: number;
+export interface ExchangeDeps extends ServiceCoreDeps, ConsumerDeps {
   readonly archive: ExchangeArchiveDeps;
   readonly sendJobs: ExchangeSendJobDeps;
-  readonly logger?: Logger;
-  /** Consumer tuning (tests); defaults suit production. */
-  readonly consumers?: { readonly prefetch?: number; readonly retryDelayMs?: (attempt: number) => number };
   /** Worker tuning (tests); defaults suit production. */
   readonly worker?: { readonly intervalMs?: number; readonly maxAttempts?: number; readonly batchSize?: number };
 }
@@ -77,61 +47,18 @@ export interface ExchangeService {
 
 /** The exchange service, wired from its dependencies; `main.ts` and the tests both use this. */
 export function createService(deps: ExchangeDeps): ExchangeService {
-  const logger = deps.logger ?? silentLogger();
-  const app = createHttpApp({
-    service: 'exchange',
-    logger,
-    registry: deps.registry,
-    adminToken: deps.adminToken,
-    // Room for the redrive route's largest body (10,000 ids).
-    bodyLimitBytes: 256 * 1024,
-    readiness: [
-      {
-        name: 'database',
-        check: async () => {
-          await deps.sql`select 1`;
-        },
-      },
-    ],
-  });
+  // Room for the redrive route's largest body (10,000 ids).
+  const { app, outbox, logger } = serviceCore('exchange', deps, { bodyLimitBytes: 256 * 1024 });
   // Ledger-only (seed 003): no onBatchArchived hook, so archiving stages no outbox event.
-  const engine = createArchiveEngine({
+  const { engine, runner: archive } = createServiceArchive({
     service: 'exchange',
     databaseUrl: deps.databaseUrl,
-    store: deps.archive.store,
     specs: EXCHANGE_ARCHIVE_SPECS,
-    hotWindowDays: deps.archive.hotWindowDays,
-    prefix: deps.archive.prefix,
+    archive: deps.archive,
     registry: deps.registry,
     logger,
-  });
-  const archive = new ArchiveRunner({
-    engine,
-    everyMinutes: deps.archive.everyMinutes,
-    registry: deps.registry,
-    logger,
-    ...(deps.archive.initialDelayMs === undefined ? {} : { initialDelayMs: deps.archive.initialDelayMs }),
   });
   registerRoutes(app, { sql: deps.sql, archive });
-  registerEventAdminRoutes(app, {
-    replay: (range) => replayEvents(deps.sql, range, deps.retention),
-    redrive: (request) =>
-      redriveParked(deps.sql, deps.retention, {
-        ...(request.ids ? { ids: request.ids } : {}),
-        ...(request.limit ? { limit: request.limit } : {}),
-      }),
-  });
-  const outbox = new OutboxWorker({
-    service: 'exchange',
-    sql: deps.sql,
-    databaseUrl: deps.databaseUrl,
-    transport: deps.transport,
-    retention: deps.retention,
-    maxAttempts: deps.outboxMaxAttempts,
-    ...(deps.pruneEveryTicks === undefined ? {} : { pruneEveryTicks: deps.pruneEveryTicks }),
-    registry: deps.registry,
-    logger,
-  });
   const worker = new ExchangeWorker({
     sql: deps.sql,
     registry: deps.registry,
@@ -157,15 +84,6 @@ export function createService(deps: ExchangeDeps): ExchangeService {
     sendJobSweep,
     engine,
     archive,
-    startConsumers: () =>
-      startCasesConsumer({
-        transport: deps.transport,
-        sql: deps.sql,
-        maxRetries: deps.inboxMaxRetries,
-        registry: deps.registry,
-        logger,
-        ...(deps.consumers?.prefetch === undefined ? {} : { prefetch: deps.consumers.prefetch }),
-        ...(deps.consumers?.retryDelayMs ? { retryDelayMs: deps.consumers.retryDelayMs } : {}),
-      }),
+    startConsumers: () => startCasesConsumer(consumerOptions(deps, logger)),
   };
 }

@@ -72,7 +72,7 @@ describe('financial main.ts', () => {
       proc.child.kill('SIGTERM');
       expect(await proc.exited).toBe(0);
       const stopped = [...proc.output().matchAll(/"step":"([^"]+)"[^\n]*"msg":"stopped"/g)].map((m) => m[1]);
-      expect(stopped).toEqual(['http', 'reconcile sweep', 'outbox worker', 'consumers', 'transport', 'database pool']);
+      expect(stopped).toEqual(['http', 'reconcile sweep', 'consumers', 'outbox worker', 'transport', 'database pool']);
       // The setting reached the sweep: its start line carries the window.
       expect(proc.output()).toMatch(/"windowDays":30[^\n]*"msg":"local sweep started"/);
     } finally {

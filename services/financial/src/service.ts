@@ -1,9 +1,6 @@
-import type { Sql } from '@craig/db';
-import { OutboxWorker, redriveParked, replayEvents, type RetentionWindows, type Subscription, type Transport } from '@craig/mq';
-import { createHttpApp, registerEventAdminRoutes, silentLogger } from '@craig/service';
+import type { OutboxWorker, Subscription } from '@craig/mq';
+import { consumerOptions, serviceCore, type ConsumerDeps, type ServiceCoreDeps } from '@craig/service';
 import type { FastifyInstance } from 'fastify';
-import type { Logger } from 'pino';
-import type { Registry } from 'prom-client';
 import { startPlacementConsumer } from './consumers.ts';
 import { registerRoutes } from './routes.ts';
 import { SweepRunner } from './sweep-runner.ts';
@@ -19,25 +16,8 @@ export interface FinancialSweepDeps {
   readonly initialDelayMs?: number;
 }
 
-export interface FinancialDeps {
-  /** A pool on the financial database. */
-  readonly sql: Sql;
-  /** The same database's URL: the transport prune and the reconcile sweep open dedicated sessions on it. */
-  readonly databaseUrl: string;
-  readonly registry: Registry;
-  readonly adminToken: string;
-  readonly transport: Transport;
-  /** Transport-sweep windows (EVENT_OUTBOX/INBOX_RETENTION_DAYS). */
-  readonly retention: RetentionWindows;
+export interface FinancialDeps extends ServiceCoreDeps, ConsumerDeps {
   readonly sweep: FinancialSweepDeps;
-  /** Settings OUTBOX_MAX_ATTEMPTS and INBOX_MAX_RETRIES. */
-  readonly outboxMaxAttempts: number;
-  /** EVENT_PRUNE_EVERY_TICKS: outbox-worker ticks between transport prune cycles; default hourly. */
-  readonly pruneEveryTicks?: number;
-  readonly inboxMaxRetries: number;
-  readonly logger?: Logger;
-  /** Consumer tuning (tests). */
-  readonly consumers?: { readonly prefetch?: number; readonly retryDelayMs?: (attempt: number) => number };
 }
 
 export interface FinancialService {
@@ -52,21 +32,7 @@ export interface FinancialService {
 
 /** The financial service, wired from its dependencies; `main.ts` and the tests both use this. */
 export function createService(deps: FinancialDeps): FinancialService {
-  const logger = deps.logger ?? silentLogger();
-  const app = createHttpApp({
-    service: 'financial',
-    logger,
-    registry: deps.registry,
-    adminToken: deps.adminToken,
-    readiness: [
-      {
-        name: 'database',
-        check: async () => {
-          await deps.sql`select 1`;
-        },
-      },
-    ],
-  });
+  const { app, outbox, logger } = serviceCore('financial', deps);
   const sweep = new SweepRunner({
     databaseUrl: deps.databaseUrl,
     service: 'financial',
@@ -79,38 +45,10 @@ export function createService(deps: FinancialDeps): FinancialService {
     ...(deps.sweep.initialDelayMs === undefined ? {} : { initialDelayMs: deps.sweep.initialDelayMs }),
   });
   registerRoutes(app, { sql: deps.sql, sweep });
-  registerEventAdminRoutes(app, {
-    replay: (range) => replayEvents(deps.sql, range, deps.retention),
-    redrive: (request) =>
-      redriveParked(deps.sql, deps.retention, {
-        ...(request.ids ? { ids: request.ids } : {}),
-        ...(request.limit ? { limit: request.limit } : {}),
-      }),
-  });
-  const outbox = new OutboxWorker({
-    service: 'financial',
-    sql: deps.sql,
-    databaseUrl: deps.databaseUrl,
-    transport: deps.transport,
-    retention: deps.retention,
-    maxAttempts: deps.outboxMaxAttempts,
-    ...(deps.pruneEveryTicks === undefined ? {} : { pruneEveryTicks: deps.pruneEveryTicks }),
-    registry: deps.registry,
-    logger,
-  });
   return {
     app,
     outbox,
     sweep,
-    startConsumers: () =>
-      startPlacementConsumer({
-        transport: deps.transport,
-        sql: deps.sql,
-        maxRetries: deps.inboxMaxRetries,
-        registry: deps.registry,
-        logger,
-        ...(deps.consumers?.prefetch === undefined ? {} : { prefetch: deps.consumers.prefetch }),
-        ...(deps.consumers?.retryDelayMs ? { retryDelayMs: deps.consumers.retryDelayMs } : {}),
-      }),
+    startConsumers: () => startPlacementConsumer(consumerOptions(deps, logger)),
   };
 }

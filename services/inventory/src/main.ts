@@ -10,20 +10,8 @@ import { createService } from './service.ts';
 await runService('inventory', process.env, {
   migrations: (settings) => inventoryMigrationSets(settings.cleanup),
   pool: { max: 6, role: RUNTIME_ROLE },
-  build: ({ settings, sql, transport, registry, logger }) => {
-    const service = createService({
-      sql,
-      databaseUrl: settings.databaseUrl,
-      role: RUNTIME_ROLE,
-      registry,
-      adminToken: settings.adminToken,
-      cleanup: settings.cleanup,
-      transport,
-      retention: settings.retention,
-      outboxMaxAttempts: settings.outbox.maxAttempts,
-      pruneEveryTicks: settings.outbox.pruneEveryTicks,
-      logger,
-    });
+  build: ({ settings, coreDeps }) => {
+    const service = createService({ ...coreDeps, role: RUNTIME_ROLE, cleanup: settings.cleanup });
     return {
       app: service.app,
       outbox: service.outbox,

@@ -94,7 +94,7 @@ describe('rules main.ts', () => {
       proc.child.kill('SIGTERM');
       expect(await proc.exited).toBe(0);
       const stopped = [...proc.output().matchAll(/"step":"([^"]+)"[^\n]*"msg":"stopped"/g)].map((m) => m[1]);
-      expect(stopped).toEqual(['http', 'archive loop', 'outbox worker', 'consumers', 'object store', 'transport', 'database pool']);
+      expect(stopped).toEqual(['http', 'archive loop', 'consumers', 'outbox worker', 'object store', 'transport', 'database pool']);
     } finally {
       proc.child.kill('SIGKILL');
     }

@@ -8,16 +8,5 @@ import { createService } from './service.ts';
 await runService('safety', process.env, {
   migrations: SAFETY_MIGRATION_SETS,
   pool: { max: 6 },
-  build: ({ settings, sql, transport, registry, logger }) =>
-    createService({
-      sql,
-      databaseUrl: settings.databaseUrl,
-      registry,
-      adminToken: settings.adminToken,
-      transport,
-      retention: settings.retention,
-      outboxMaxAttempts: settings.outbox.maxAttempts,
-      pruneEveryTicks: settings.outbox.pruneEveryTicks,
-      logger,
-    }),
+  build: ({ coreDeps }) => createService(coreDeps),
 });

@@ -1,72 +1,24 @@
-// The security service's composition root: settings → schema → clients → consumers, the
-// outbox worker, the archive loop and HTTP; stopped in reverse order on SIGTERM/SIGINT.
-import { createClient, migrate } from '@craig/db';
-import { BUS_MIGRATIONS, createTransport } from '@craig/mq';
-import { createLogger, Lifecycle } from '@craig/service';
-import { loadServiceSettings } from '@craig/settings';
-import { createObjectStore } from '@craig/store';
-import { Registry } from 'prom-client';
+// The security service's composition root: the boot helper loads settings, applies its schema,
+// opens the pool and the transport; `build` opens the archive's object store and checks the
+// archive specs against the schema before anything runs. Started: the outbox worker, the audit
+// and dead-letter consumers, the archive loop, HTTP; stopped in reverse order on SIGTERM/SIGINT.
+import { openArchiveDeps } from '@craig/retention';
+import { loopTask, runService, subscriptionTask } from '@craig/service';
 import { securityMigrationSets } from './migrations.ts';
 import { createService } from './service.ts';
 
-const settings = loadServiceSettings('security', process.env);
-const logger = createLogger('security', settings.logLevel);
-const life = new Lifecycle(logger);
-life.stopOnSignals();
-
-try {
-  await migrate(settings.databaseUrl, securityMigrationSets(), { service: 'security', logger });
-  if (settings.transport.kind === 'postgres') await migrate(settings.transport.busDatabaseUrl, [BUS_MIGRATIONS], { service: 'security', logger });
-
-  const sql = createClient(settings.databaseUrl, { service: 'security', max: 6 });
-  life.add('database pool', () => sql.end({ timeout: 5 }));
-  const transport = await createTransport(settings.transport, { service: 'security', logger });
-  life.add('transport', () => transport.close());
-  // Aborted on stop: an upload in flight gives up instead of holding shutdown for its retry budget.
-  const storeStop = new AbortController();
-  const store = createObjectStore(settings.archive.objectStore, { logger, signal: storeStop.signal });
-  life.add('object store', async () => {
-    storeStop.abort();
-    store.close();
-  });
-
-  const registry = new Registry();
-  const service = createService({
-    sql,
-    databaseUrl: settings.databaseUrl,
-    registry,
-    adminToken: settings.adminToken,
-    transport,
-    retention: settings.retention,
-    outboxMaxAttempts: settings.outbox.maxAttempts,
-    pruneEveryTicks: settings.outbox.pruneEveryTicks,
-    inboxMaxRetries: settings.inbox.maxRetries,
-    archive: { store, hotWindowDays: settings.archive.hotWindowDays, prefix: settings.archive.prefix, everyMinutes: settings.archive.everyMinutes },
-    logger,
-  });
-  // The specs against the schema, before anything runs: a drifted table fails the boot loudly.
-  await service.engine.check();
-
-  const consumers = await service.startConsumers();
-  life.add('consumers', () => consumers.close());
-  const outbox = new AbortController();
-  const outboxStopped = service.outbox.run(outbox.signal);
-  life.add('outbox worker', async () => {
-    outbox.abort();
-    await outboxStopped;
-  });
-  const archive = new AbortController();
-  const archiveStopped = service.archive.run(archive.signal);
-  life.add('archive loop', async () => {
-    archive.abort();
-    await archiveStopped;
-  });
-
-  await service.app.listen({ host: settings.http.host, port: settings.http.port });
-  life.add('http', () => service.app.close());
-  logger.info({ host: settings.http.host, port: settings.http.port }, 'security service started');
-} catch (error) {
-  logger.fatal({ err: error }, 'security service failed to start');
-  process.exitCode = 1;
-  await life.stop();
-}
+await runService('security', process.env, {
+  migrations: securityMigrationSets(),
+  pool: { max: 6 },
+  build: async (ctx) => {
+    const service = createService({ ...ctx.coreDeps, inboxMaxRetries: ctx.settings.inbox.maxRetries, archive: openArchiveDeps(ctx.settings.archive, ctx) });
+    // A drifted table fails the boot loudly, before anything runs.
+    await service.engine.check();
+    return {
+      app: service.app,
+      outbox: service.outbox,
+      // Not `consumers`: the dead-letter subscription is no inbox consumer, so the service opens both.
+      background: [subscriptionTask('consumers', () => service.startConsumers()), loopTask('archive loop', (signal) => service.archive.run(signal))],
+    };
+  },
+});

@@ -1,46 +1,16 @@
-import type { Sql } from '@craig/db';
-import { OutboxWorker, redriveParked, replayEvents, type RetentionWindows, type Transport } from '@craig/mq';
-import { ArchiveRunner, createArchiveEngine, type ArchiveEngine } from '@craig/retention';
-import { createHttpApp, registerEventAdminRoutes, silentLogger } from '@craig/service';
-import type { ObjectStore } from '@craig/store';
+import type { OutboxWorker } from '@craig/mq';
+import { createServiceArchive, type ArchiveDeps, type ArchiveEngine, type ArchiveRunner } from '@craig/retention';
+import { consumerOptions, serviceCore, type ConsumerDeps, type ServiceCoreDeps } from '@craig/service';
 import type { FastifyInstance } from 'fastify';
-import type { Logger } from 'pino';
-import type { Registry } from 'prom-client';
 import { announceArchivedBatch, SECURITY_ARCHIVE_SPECS } from './archive-specs.ts';
 import { startAuditConsumers, type AuditConsumers } from './consumers.ts';
 import { registerRoutes } from './routes.ts';
 
-export interface SecurityArchiveDeps {
-  /** `createObjectStore(settings.archive.objectStore, …)`. */
-  readonly store: ObjectStore;
-  /** Settings ARCHIVE_HOT_WINDOW_DAYS, ARCHIVE_PREFIX, ARCHIVE_EVERY_MINUTES. */
-  readonly hotWindowDays: number;
-  readonly prefix: string;
-  readonly everyMinutes: number;
-  /** Wait before the first timed cycle (tests); default 5 s. */
-  readonly initialDelayMs?: number;
-}
+/** The object store and settings ARCHIVE_HOT_WINDOW_DAYS, ARCHIVE_PREFIX, ARCHIVE_EVERY_MINUTES. */
+export type SecurityArchiveDeps = ArchiveDeps;
 
-export interface SecurityDeps {
-  /** A pool on the security database. */
-  readonly sql: Sql;
-  /** The same database's URL: the outbox prune and the archive cycle open dedicated sessions on it. */
-  readonly databaseUrl: string;
-  readonly registry: Registry;
-  readonly adminToken: string;
-  /** Where events come from and the outbox publishes to (`createTransport(settings.transport, …)`). */
-  readonly transport: Transport;
-  /** Transport-sweep windows (EVENT_OUTBOX/INBOX_RETENTION_DAYS). */
-  readonly retention: RetentionWindows;
-  /** Settings OUTBOX_MAX_ATTEMPTS and INBOX_MAX_RETRIES. */
-  readonly outboxMaxAttempts: number;
-  /** EVENT_PRUNE_EVERY_TICKS: outbox-worker ticks between transport prune cycles; default hourly. */
-  readonly pruneEveryTicks?: number;
-  readonly inboxMaxRetries: number;
+export interface SecurityDeps extends ServiceCoreDeps, ConsumerDeps {
   readonly archive: SecurityArchiveDeps;
-  readonly logger?: Logger;
-  /** Consumer tuning (tests); defaults suit production. */
-  readonly consumers?: { readonly prefetch?: number; readonly retryDelayMs?: (attempt: number) => number };
 }
 
 export interface SecurityService {
@@ -57,75 +27,17 @@ export interface SecurityService {
 
 /** The security service, wired from its dependencies; `main.ts` and the tests both use this. */
 export function createService(deps: SecurityDeps): SecurityService {
-  const logger = deps.logger ?? silentLogger();
-  const app = createHttpApp({
-    service: 'security',
-    logger,
-    registry: deps.registry,
-    adminToken: deps.adminToken,
-    // Room for the redrive route's largest body (10,000 ids).
-    bodyLimitBytes: 256 * 1024,
-    readiness: [
-      {
-        name: 'database',
-        check: async () => {
-          await deps.sql`select 1`;
-        },
-      },
-    ],
-  });
-  const engine = createArchiveEngine({
+  // Room for the redrive route's largest body (10,000 ids).
+  const { app, outbox, logger } = serviceCore('security', deps, { bodyLimitBytes: 256 * 1024 });
+  const { engine, runner: archive } = createServiceArchive({
     service: 'security',
     databaseUrl: deps.databaseUrl,
-    store: deps.archive.store,
     specs: SECURITY_ARCHIVE_SPECS,
-    hotWindowDays: deps.archive.hotWindowDays,
-    prefix: deps.archive.prefix,
+    archive: deps.archive,
     registry: deps.registry,
     logger,
     onBatchArchived: announceArchivedBatch,
   });
-  const archive = new ArchiveRunner({
-    engine,
-    everyMinutes: deps.archive.everyMinutes,
-    registry: deps.registry,
-    logger,
-    ...(deps.archive.initialDelayMs === undefined ? {} : { initialDelayMs: deps.archive.initialDelayMs }),
-  });
   registerRoutes(app, { sql: deps.sql, archive });
-  registerEventAdminRoutes(app, {
-    replay: (range) => replayEvents(deps.sql, range, deps.retention),
-    redrive: (request) =>
-      redriveParked(deps.sql, deps.retention, {
-        ...(request.ids ? { ids: request.ids } : {}),
-        ...(request.limit ? { limit: request.limit } : {}),
-      }),
-  });
-  const outbox = new OutboxWorker({
-    service: 'security',
-    sql: deps.sql,
-    databaseUrl: deps.databaseUrl,
-    transport: deps.transport,
-    retention: deps.retention,
-    maxAttempts: deps.outboxMaxAttempts,
-    ...(deps.pruneEveryTicks === undefined ? {} : { pruneEveryTicks: deps.pruneEveryTicks }),
-    registry: deps.registry,
-    logger,
-  });
-  return {
-    app,
-    outbox,
-    engine,
-    archive,
-    startConsumers: () =>
-      startAuditConsumers({
-        transport: deps.transport,
-        sql: deps.sql,
-        maxRetries: deps.inboxMaxRetries,
-        registry: deps.registry,
-        logger,
-        ...(deps.consumers?.prefetch === undefined ? {} : { prefetch: deps.consumers.prefetch }),
-        ...(deps.consumers?.retryDelayMs ? { retryDelayMs: deps.consumers.retryDelayMs } : {}),
-      }),
-  };
+  return { app, outbox, engine, archive, startConsumers: () => startAuditConsumers(consumerOptions(deps, logger)) };
 }
