@@ -1,8 +1,9 @@
 // main.ts as an operator runs it: a child process configured only through the environment.
+import { ADMIN_TOKEN, serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
 import { eventually, freePort, testDatabase, type TestDatabase } from '@craig/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startMain } from '../test/main-process.ts';
 
+const MAIN = new URL('./main.ts', import.meta.url);
 const dbs: TestDatabase[] = [];
 afterEach(async () => {
   await Promise.all(dbs.splice(0).map((d) => d.drop()));
@@ -13,14 +14,9 @@ describe('cases main.ts', () => {
     const [db, bus] = await Promise.all([testDatabase({ prefix: 'cases_t', max: 1 }), testDatabase({ max: 1 })]);
     dbs.push(db, bus);
     const port = await freePort();
-    const proc = startMain({
-      CRAIG_CASES__DATABASE_URL: db.url,
-      CRAIG_CASES__BUS_DATABASE_URL: bus.url,
-      CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests',
-      CRAIG_CASES__HTTP_PORT: String(port),
-    });
+    const proc = start(MAIN, serviceEnv('cases', { databaseUrl: db.url, busDatabaseUrl: bus.url, adminToken: ADMIN_TOKEN, port }));
     try {
-      await eventually(async () => expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200), { timeoutMs: 20_000 });
+      await waitReady(port, 20_000);
       const res = await fetch(`http://127.0.0.1:${port}/v1/cases`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ subject: 'from main' }) });
       expect(res.status).toBe(201);
       const { id } = (await res.json()) as { id: string };
@@ -43,7 +39,7 @@ describe('cases main.ts', () => {
     const db = await testDatabase({ prefix: 'cases_t', max: 1 });
     dbs.push(db);
     const missingBus = db.url.replace(/\/[^/?]+(\?|$)/, '/craig_no_such_bus$1');
-    const proc = startMain({ CRAIG_CASES__DATABASE_URL: db.url, CRAIG_CASES__BUS_DATABASE_URL: missingBus, CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests', CRAIG_CASES__HTTP_PORT: String(await freePort()) });
+    const proc = start(MAIN, { CRAIG_CASES__DATABASE_URL: db.url, CRAIG_CASES__BUS_DATABASE_URL: missingBus, CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests', CRAIG_CASES__HTTP_PORT: String(await freePort()) });
     try {
       expect(await proc.exited).toBe(1);
       expect(proc.output()).toContain('cases service failed to start');
@@ -58,7 +54,7 @@ describe('cases main.ts', () => {
   });
 
   it('refuses bad settings at once, naming the variable, and exits 1', async () => {
-    const proc = startMain({ CRAIG_CASES__DATABASE_URL: 'postgres://127.0.0.1/x', CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests', CRAIG_CASES__HTTP_PORT: 'eighty' });
+    const proc = start(MAIN, { CRAIG_CASES__DATABASE_URL: 'postgres://127.0.0.1/x', CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests', CRAIG_CASES__HTTP_PORT: 'eighty' });
     try {
       expect(await proc.exited).toBe(1);
       expect(proc.output()).toContain('CRAIG_CASES__HTTP_PORT');

@@ -1,11 +1,10 @@
 // main.ts as an operator runs it: a child process configured only through the environment,
 // against a fresh database, the bus in that database, and the in-process S3 server.
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { objectStoreEnv, serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
 import { eventually, freePort, s3, testDatabase, type S3TestServer, type TestDatabase } from '@craig/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
+const MAIN = new URL('./main.ts', import.meta.url);
 const TOKEN = 'an-admin-token-for-tests';
 
 let db: TestDatabase;
@@ -17,35 +16,18 @@ afterAll(async () => {
   await Promise.all([db.drop(), server.stop()]);
 });
 
-function start(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], { cwd: fileURLToPath(new URL('..', import.meta.url)), env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, exited, output: () => out };
-}
-
-const baseEnv = () => ({
-  CRAIG_EXCHANGE__DATABASE_URL: db.url,
-  CRAIG_EXCHANGE__BUS_DATABASE_URL: db.url,
-  CRAIG_EXCHANGE__ADMIN_TOKEN: TOKEN,
-  CRAIG_EXCHANGE__OBJECT_STORE_BACKEND: 's3',
-  CRAIG_EXCHANGE__OBJECT_STORE_ENDPOINT: server.endpoint,
-  CRAIG_EXCHANGE__OBJECT_STORE_REGION: server.region,
-  CRAIG_EXCHANGE__OBJECT_STORE_BUCKET: server.bucket,
-  CRAIG_EXCHANGE__OBJECT_STORE_ACCESS_KEY_ID: server.accessKeyId,
-  CRAIG_EXCHANGE__OBJECT_STORE_SECRET_ACCESS_KEY: server.secretAccessKey,
-  CRAIG_EXCHANGE__OBJECT_STORE_FORCE_PATH_STYLE: 'true',
+const baseEnv = (port: number) => ({
+  ...serviceEnv('exchange', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port }),
+  ...objectStoreEnv('exchange', server),
 });
 
 describe('exchange main.ts', () => {
   it('migrates, consumes case.opened, works it off, refuses a stale invalidation, archives on demand, and stops in reverse order on SIGTERM', async () => {
     const port = await freePort();
-    const proc = start({ ...baseEnv(), CRAIG_EXCHANGE__HTTP_PORT: String(port) });
+    const proc = start(MAIN, baseEnv(port));
     const url = (path: string) => `http://127.0.0.1:${port}${path}`;
     try {
-      await eventually(async () => expect((await fetch(url('/readyz'))).status).toBe(200), { timeoutMs: 30_000 });
+      await waitReady(port, 30_000);
 
       // A case.opened on the bus (staged in this database's own outbox: its outbox worker
       // publishes it, and its consumer receives it like any other service's event).
@@ -95,15 +77,14 @@ describe('exchange main.ts', () => {
 
       proc.child.kill('SIGTERM');
       expect(await proc.exited).toBe(0);
-      const stopped = [...proc.output().matchAll(/"step":"([^"]+)"[^\n]*"msg":"stopped"/g)].map((m) => m[1]);
-      expect(stopped).toEqual(['http', 'archive loop', 'send job sweep', 'outbox worker', 'worker', 'consumers', 'object store', 'transport', 'database pool']);
+      expect(proc.stoppedSteps()).toEqual(['http', 'archive loop', 'send job sweep', 'outbox worker', 'worker', 'consumers', 'object store', 'transport', 'database pool']);
     } finally {
       proc.child.kill('SIGKILL');
     }
   });
 
   it('refuses to start with a hot window under 365 days or a bad send-job window, naming them', async () => {
-    const proc = start({ ...baseEnv(), CRAIG_EXCHANGE__HTTP_PORT: String(await freePort()), CRAIG_EXCHANGE__ARCHIVE_HOT_WINDOW_DAYS: '90', CRAIG_EXCHANGE__SEND_JOB_RETENTION_DAYS: '30d' });
+    const proc = start(MAIN, { ...baseEnv(await freePort()), CRAIG_EXCHANGE__ARCHIVE_HOT_WINDOW_DAYS: '90', CRAIG_EXCHANGE__SEND_JOB_RETENTION_DAYS: '30d' });
     try {
       expect(await proc.exited).not.toBe(0);
       expect(proc.output()).toContain('CRAIG_EXCHANGE__ARCHIVE_HOT_WINDOW_DAYS');
