@@ -17,6 +17,8 @@ export {
   type TableOutcome,
   type TableReport,
 } from './engine.ts';
+/** The `onBatchArchived` hook that announces each archived batch through the outbox. */
+export { announceArchivedBatches, type ArchivedBatchPayload, type BatchArchivedHook } from './announce.ts';
 /** The timer loop and on-demand cycle every archiving service composes. */
 export { ArchiveRunner, type ArchiveRunnerOptions } from './runner.ts';
 /** What to archive: a table, its key and timestamp, its fixpoint (a closed set) and its FK guards. */
