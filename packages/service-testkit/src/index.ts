@@ -11,4 +11,5 @@
 export { ADMIN_TOKEN, archiveHarness, caseConsumerHarness, serviceHarness, type ArchiveHarness, type CaseConsumerHarness, type BuildContext, type CommonDeps, type HarnessOptions, type ServiceHarness } from './harness.ts';
 export { deleteRabbitMqExchange, testTransport, type TestTransport, type TestTransportOptions, type TransportKind } from './transport.ts';
 export { call, caseEventBody, caseEventDelivery, counterValue, producer, type Json, type Method, type Producer } from './fixtures.ts';
+export { startFleet, type Fleet, type FleetMember, type FleetService } from './flow.ts';
 export { objectStoreEnv, serviceEnv, startMain, stoppedSteps, waitReady, type MainProcess } from './main-process.ts';
