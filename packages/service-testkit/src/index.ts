@@ -12,4 +12,5 @@ export { ADMIN_TOKEN, archiveHarness, caseConsumerHarness, serviceHarness, type 
 export { deleteRabbitMqExchange, testTransport, type TestTransport, type TestTransportOptions, type TransportKind } from './transport.ts';
 export { call, caseEventBody, caseEventDelivery, counterValue, producer, type Json, type Method, type Producer } from './fixtures.ts';
 export { startFleet, type Fleet, type FleetMember, type FleetService } from './flow.ts';
+export { demoContext, jsonStub, listenLocally } from './demo.ts';
 export { objectStoreEnv, serviceEnv, startMain, stoppedSteps, waitReady, type MainProcess } from './main-process.ts';
