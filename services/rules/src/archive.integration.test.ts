@@ -4,6 +4,7 @@
 import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
 import { ArchiveRunner, createArchiveEngine, readArchiveObject, readLedger } from '@craig/retention';
 import { eventually } from '@craig/testkit';
+import { expectNothingArchived } from '@craig/service-testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, counterValue, HOT_WINDOW_DAYS, serviceHarness, type ServiceHarness } from '../test/harness.ts';
 import { announceArchivedBatch, ARCHIVE_BATCH_EVENT, RULES_ARCHIVE_SPECS } from './archive-specs.ts';
@@ -112,8 +113,7 @@ describe('rules archive', () => {
     });
     const report = await engine.runCycle();
     expect(report.tables[0]).toMatchObject({ table: 'rule_evaluations', rows: 0, outcome: 'failed' });
-    expect(await h.db.sql`select event_type from event_outbox`).toEqual([]);
-    expect(await readLedger(h.db.sql)).toEqual([]);
+    await expectNothingArchived(h.db.sql);
     expect(await count()).toBe(12);
   });
 

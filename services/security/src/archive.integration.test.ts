@@ -4,6 +4,7 @@
 import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
 import { ArchiveRunner, createArchiveEngine, readArchiveObject, readLedger } from '@craig/retention';
 import { eventually } from '@craig/testkit';
+import { expectNothingArchived } from '@craig/service-testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, counterValue, HOT_WINDOW_DAYS, serviceHarness, type ServiceHarness } from '../test/harness.ts';
 import { announceArchivedBatch, ARCHIVE_BATCH_EVENT, SECURITY_ARCHIVE_SPECS } from './archive-specs.ts';
@@ -108,8 +109,7 @@ describe('security archive', () => {
     });
     const report = await engine.runCycle();
     expect(report.tables[0]).toMatchObject({ table: 'audit_log', rows: 0, outcome: 'failed' });
-    expect(await h.db.sql`select event_type from event_outbox`).toEqual([]);
-    expect(await readLedger(h.db.sql)).toEqual([]);
+    await expectNothingArchived(h.db.sql);
     expect(await count('audit_log')).toBe(12);
   });
 

@@ -1,0 +1,44 @@
+import type { Sql } from '@craig/db';
+import { readLedger } from '@craig/retention';
+import type { FastifyInstance } from 'fastify';
+import { expect } from 'vitest';
+import { ADMIN_TOKEN } from './harness.ts';
+import { call, type Json } from './fixtures.ts';
+
+/** A list query refused with a typed 400 `invalid_request` that names the parameter and the value (also in the message). */
+export async function expectRefusedQuery(app: FastifyInstance, url: string, parameter: string, value: unknown): Promise<void> {
+  const res = await call(app, 'GET', url);
+  expect(res.status).toBe(400);
+  expect(res.body.error).toMatchObject({ code: 'invalid_request', parameter, value });
+  if (typeof value === 'string') expect(res.body.error.message).toContain(JSON.stringify(value));
+}
+
+/**
+ * The event admin routes (registerEventAdminRoutes): replay refused without the token and
+ * answered with it (a window of `windowMs` up to now, default a day), and (unless
+ * `redrive: false`) redrive answered with it. Returns the replay body.
+ */
+export async function expectEventAdminRoutes(app: FastifyInstance, options: { readonly redrive?: boolean; readonly windowMs?: number } = {}): Promise<Json> {
+  const replay = { from: new Date(Date.now() - (options.windowMs ?? 86_400_000)).toISOString(), to: new Date().toISOString() };
+  expect((await app.inject({ method: 'POST', url: '/v1/admin/events/replay', payload: replay })).statusCode).toBe(401);
+  const ok = await app.inject({ method: 'POST', url: '/v1/admin/events/replay', payload: replay, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  expect(ok.statusCode).toBe(200);
+  if (options.redrive !== false) {
+    const redrive = await app.inject({ method: 'POST', url: '/v1/admin/events/redrive', payload: {}, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(redrive.statusCode).toBe(200);
+  }
+  return ok.json();
+}
+
+/** Health names the service, readiness answers 200, and the metrics include `metric`. */
+export async function expectServiceEndpoints(app: FastifyInstance, service: string, metric: string): Promise<void> {
+  expect((await call(app, 'GET', '/healthz')).body).toEqual({ status: 'ok', service });
+  expect((await call(app, 'GET', '/readyz')).status).toBe(200);
+  expect((await app.inject({ method: 'GET', url: '/metrics' })).body).toContain(metric);
+}
+
+/** An archive cycle that rolled back left nothing behind: no staged announcement, no ledger row. */
+export async function expectNothingArchived(sql: Sql): Promise<void> {
+  expect(await sql`select event_type from event_outbox`).toEqual([]);
+  expect(await readLedger(sql)).toEqual([]);
+}
