@@ -14,4 +14,4 @@ export { call, caseEventBody, caseEventDelivery, counterValue, producer, type Js
 export { startFleet, type Fleet, type FleetMember, type FleetService } from './flow.ts';
 export { demoContext, jsonStub, listenLocally } from './demo.ts';
 export { expectEventAdminRoutes, expectNothingArchived, expectRefusedQuery, expectServiceEndpoints } from './checks.ts';
-export { objectStoreEnv, serviceEnv, startMain, stoppedSteps, waitReady, type MainProcess } from './main-process.ts';
+export { objectStoreEnv, runToExit, serviceEnv, startMain, stoppedSteps, waitReady, type MainProcess } from './main-process.ts';

@@ -12,6 +12,8 @@ export interface MainProcess {
   output(): string;
   /** The `step` of each "stopped" log line, in the order they were logged. */
   stoppedSteps(): string[];
+  /** SIGTERM, as an orchestrator stops it: the exit code and the steps in the order they stopped. */
+  terminate(): Promise<{ readonly code: number | null; readonly stopped: string[] }>;
 }
 
 /**
@@ -27,7 +29,28 @@ export function startMain(main: URL, env: Record<string, string>): MainProcess {
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, exited, output: () => out, stoppedSteps: () => stoppedSteps(out) };
+  return {
+    child,
+    exited,
+    output: () => out,
+    stoppedSteps: () => stoppedSteps(out),
+    async terminate() {
+      child.kill('SIGTERM');
+      const code = await exited;
+      return { code, stopped: stoppedSteps(out) };
+    },
+  };
+}
+
+/** Start `main` and let it exit by itself (a refusal to start): its code, its output and the steps it stopped. */
+export async function runToExit(main: URL, env: Record<string, string>): Promise<{ readonly code: number | null; readonly output: string; readonly stopped: string[] }> {
+  const proc = startMain(main, env);
+  try {
+    const code = await proc.exited;
+    return { code, output: proc.output(), stopped: proc.stoppedSteps() };
+  } finally {
+    proc.child.kill('SIGKILL');
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 // main.ts as an operator runs it: a child process configured only through the environment.
-import { ADMIN_TOKEN, serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
+import { ADMIN_TOKEN, runToExit, serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
 import { eventually, freePort, testDatabase, type TestDatabase } from '@craig/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 
@@ -27,9 +27,7 @@ describe('cases main.ts', () => {
       }, { timeoutMs: 15_000 });
       const [applied] = await bus.sql`select count(*)::int as n from craig_migrations where migration_set = 'bus'`;
       expect(applied!.n).toBeGreaterThan(0);
-      proc.child.kill('SIGTERM');
-      expect(await proc.exited).toBe(0);
-      expect(proc.stoppedSteps()).toEqual(['http', 'outbox worker', 'transport', 'database pool']);
+      expect(await proc.terminate()).toEqual({ code: 0, stopped: ['http', 'outbox worker', 'transport', 'database pool'] });
     } finally {
       proc.child.kill('SIGKILL');
     }
@@ -39,28 +37,20 @@ describe('cases main.ts', () => {
     const db = await testDatabase({ prefix: 'cases_t', max: 1 });
     dbs.push(db);
     const missingBus = db.url.replace(/\/[^/?]+(\?|$)/, '/craig_no_such_bus$1');
-    const proc = start(MAIN, { CRAIG_CASES__DATABASE_URL: db.url, CRAIG_CASES__BUS_DATABASE_URL: missingBus, CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests', CRAIG_CASES__HTTP_PORT: String(await freePort()) });
-    try {
-      expect(await proc.exited).toBe(1);
-      expect(proc.output()).toContain('cases service failed to start');
-      expect(proc.output()).toContain('craig_no_such_bus');
-      // Its own sets were applied before the bus was tried; nothing else had started.
-      const [row] = await db.sql`select count(*)::int as n from craig_migrations where migration_set = 'cases'`;
-      expect(row!.n).toBe(1);
-      expect(proc.stoppedSteps()).toEqual([]);
-    } finally {
-      proc.child.kill('SIGKILL');
-    }
+    const { code, output, stopped } = await runToExit(MAIN, { CRAIG_CASES__DATABASE_URL: db.url, CRAIG_CASES__BUS_DATABASE_URL: missingBus, CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests', CRAIG_CASES__HTTP_PORT: String(await freePort()) });
+    expect(code).toBe(1);
+    expect(output).toContain('cases service failed to start');
+    expect(output).toContain('craig_no_such_bus');
+    // Its own sets were applied before the bus was tried; nothing else had started.
+    const [row] = await db.sql`select count(*)::int as n from craig_migrations where migration_set = 'cases'`;
+    expect(row!.n).toBe(1);
+    expect(stopped).toEqual([]);
   });
 
   it('refuses bad settings at once, naming the variable, and exits 1', async () => {
-    const proc = start(MAIN, { CRAIG_CASES__DATABASE_URL: 'postgres://127.0.0.1/x', CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests', CRAIG_CASES__HTTP_PORT: 'eighty' });
-    try {
-      expect(await proc.exited).toBe(1);
-      expect(proc.output()).toContain('CRAIG_CASES__HTTP_PORT');
-      expect(proc.output()).toContain('"level":60');
-    } finally {
-      proc.child.kill('SIGKILL');
-    }
+    const { code, output } = await runToExit(MAIN, { CRAIG_CASES__DATABASE_URL: 'postgres://127.0.0.1/x', CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests', CRAIG_CASES__HTTP_PORT: 'eighty' });
+    expect(code).toBe(1);
+    expect(output).toContain('CRAIG_CASES__HTTP_PORT');
+    expect(output).toContain('"level":60');
   });
 });

@@ -1,6 +1,6 @@
 // main.ts as an operator runs it: a child process configured only through the environment,
 // against a fresh database, the bus in that database, and the in-process S3 server.
-import { objectStoreEnv, serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
+import { objectStoreEnv, runToExit, serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
 import { eventually, freePort, s3, testDatabase, type S3TestServer, type TestDatabase } from '@craig/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -75,22 +75,16 @@ describe('exchange main.ts', () => {
       });
       expect((await fetch(url(`/v1/screenings/${old!.id}`))).status).toBe(404);
 
-      proc.child.kill('SIGTERM');
-      expect(await proc.exited).toBe(0);
-      expect(proc.stoppedSteps()).toEqual(['http', 'archive loop', 'send job sweep', 'outbox worker', 'worker', 'consumers', 'object store', 'transport', 'database pool']);
+      expect(await proc.terminate()).toEqual({ code: 0, stopped: ['http', 'archive loop', 'send job sweep', 'outbox worker', 'worker', 'consumers', 'object store', 'transport', 'database pool'] });
     } finally {
       proc.child.kill('SIGKILL');
     }
   });
 
   it('refuses to start with a hot window under 365 days or a bad send-job window, naming them', async () => {
-    const proc = start(MAIN, { ...baseEnv(await freePort()), CRAIG_EXCHANGE__ARCHIVE_HOT_WINDOW_DAYS: '90', CRAIG_EXCHANGE__SEND_JOB_RETENTION_DAYS: '30d' });
-    try {
-      expect(await proc.exited).not.toBe(0);
-      expect(proc.output()).toContain('CRAIG_EXCHANGE__ARCHIVE_HOT_WINDOW_DAYS');
-      expect(proc.output()).toContain('CRAIG_EXCHANGE__SEND_JOB_RETENTION_DAYS');
-    } finally {
-      proc.child.kill('SIGKILL');
-    }
+    const { code, output } = await runToExit(MAIN, { ...baseEnv(await freePort()), CRAIG_EXCHANGE__ARCHIVE_HOT_WINDOW_DAYS: '90', CRAIG_EXCHANGE__SEND_JOB_RETENTION_DAYS: '30d' });
+    expect(code).not.toBe(0);
+    expect(output).toContain('CRAIG_EXCHANGE__ARCHIVE_HOT_WINDOW_DAYS');
+    expect(output).toContain('CRAIG_EXCHANGE__SEND_JOB_RETENTION_DAYS');
   });
 });

@@ -2,7 +2,7 @@
 // against a fresh database with the PostgreSQL bus in that same database.
 import { migrationTemplate } from '@craig/db';
 import { createPostgresBusTransport, MQ_MIGRATIONS, OutboxWorker, stageEvent, type Transport } from '@craig/mq';
-import { serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
+import { runToExit, serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
 import { eventually, freePort, testDatabase, type TestDatabase } from '@craig/testkit';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -56,9 +56,7 @@ describe('financial main.ts', () => {
       const sweep = await fetch(`${base}/v1/admin/reconcile/sweep`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
       expect(await sweep.json()).toMatchObject({ status: 'pruned', deleted: 0 });
 
-      proc.child.kill('SIGTERM');
-      expect(await proc.exited).toBe(0);
-      expect(proc.stoppedSteps()).toEqual(['http', 'reconcile sweep', 'outbox worker', 'consumers', 'transport', 'database pool']);
+      expect(await proc.terminate()).toEqual({ code: 0, stopped: ['http', 'reconcile sweep', 'outbox worker', 'consumers', 'transport', 'database pool'] });
       // The setting reached the sweep: its start line carries the window.
       expect(proc.output()).toMatch(/"windowDays":30[^\n]*"msg":"local sweep started"/);
     } finally {
@@ -68,15 +66,11 @@ describe('financial main.ts', () => {
   });
 
   it('refuses to start with a bad RECONCILE_SETTLED_RETENTION_DAYS, naming it', async () => {
-    const proc = start(MAIN, {
+    const { code, output } = await runToExit(MAIN, {
       ...serviceEnv('financial', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: await freePort() }),
       CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS: '90d',
     });
-    try {
-      expect(await proc.exited).not.toBe(0);
-      expect(proc.output()).toContain('CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS="90d"');
-    } finally {
-      proc.child.kill('SIGKILL');
-    }
+    expect(code).not.toBe(0);
+    expect(output).toContain('CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS="90d"');
   });
 });

@@ -1,5 +1,5 @@
 // main.ts as an operator runs it: a child process configured only through the environment.
-import { ADMIN_TOKEN, serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
+import { ADMIN_TOKEN, runToExit, serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
 import { freePort, testDatabase, type TestDatabase } from '@craig/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 
@@ -27,10 +27,8 @@ describe('inventory main.ts', () => {
       expect(created.status).toBe(201);
       // EVENT_PRUNE_EVERY_TICKS reaches the outbox worker (its start line reports the cadence).
       expect(proc.output()).toMatch(/"pruneEveryTicks":7,[^\n]*"msg":"outbox worker started"/);
-      proc.child.kill('SIGTERM');
-      expect(await proc.exited).toBe(0);
       // Background work stops before the outbox worker: whatever it staged is still drained meanwhile.
-      expect(proc.stoppedSteps()).toEqual(['http', 'cleanup runner', 'outbox worker', 'transport', 'database pool']);
+      expect(await proc.terminate()).toEqual({ code: 0, stopped: ['http', 'cleanup runner', 'outbox worker', 'transport', 'database pool'] });
     } finally {
       proc.child.kill('SIGKILL');
     }
@@ -38,14 +36,10 @@ describe('inventory main.ts', () => {
 
   it('refuses to install into a database off the allow-list and exits non-zero having applied nothing', async () => {
     db = await testDatabase({ prefix: 'inventory_t', max: 1 });
-    const proc = start(MAIN, envFor(db.url, await freePort(), 'inventory'));
-    try {
-      expect(await proc.exited).toBe(1);
-      expect(proc.output()).toContain('database_not_allowed');
-      const [tables] = await db.sql`select to_regclass('items') as items, to_regclass('craig_migrations') as ledger`;
-      expect(tables).toEqual({ items: null, ledger: null });
-    } finally {
-      proc.child.kill('SIGKILL');
-    }
+    const { code, output } = await runToExit(MAIN, envFor(db.url, await freePort(), 'inventory'));
+    expect(code).toBe(1);
+    expect(output).toContain('database_not_allowed');
+    const [tables] = await db.sql`select to_regclass('items') as items, to_regclass('craig_migrations') as ledger`;
+    expect(tables).toEqual({ items: null, ledger: null });
   });
 });

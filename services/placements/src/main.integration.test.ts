@@ -35,9 +35,7 @@ describe('placements main.ts', () => {
         placementId = ((await res.json()) as { id: string }).id;
       }, { timeoutMs: 15_000 });
       await eventually(() => expect(seen.map((e) => [e.eventType, e.aggregateId, e.source])).toEqual([['placement.started', placementId, 'placements']]), { timeoutMs: 15_000 });
-      proc.child.kill('SIGTERM');
-      expect(await proc.exited).toBe(0);
-      expect(proc.stoppedSteps()).toEqual(['http', 'consumer placements.cases', 'outbox worker', 'transport', 'database pool']);
+      expect(await proc.terminate()).toEqual({ code: 0, stopped: ['http', 'consumer placements.cases', 'outbox worker', 'transport', 'database pool'] });
     } finally {
       proc.child.kill('SIGKILL');
       await listener.close();

@@ -2,7 +2,7 @@
 // against a fresh database, the bus in that database, and the in-process S3 server.
 import { migrationTemplate } from '@craig/db';
 import { createPostgresBusTransport, MQ_MIGRATIONS, OutboxWorker, stageEvent } from '@craig/mq';
-import { objectStoreEnv, serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
+import { objectStoreEnv, runToExit, serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
 import { eventually, freePort, s3, testDatabase, type S3TestServer, type TestDatabase } from '@craig/testkit';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -69,25 +69,19 @@ describe('rules main.ts', () => {
       expect((await db.sql`select count(*)::int as n from rule_evaluations`)[0]!.n).toBe(1);
       await eventually(async () => expect((await db.sql`select count(*)::int as n from event_outbox where event_type = 'rules.archive.batch' and published_at is not null`)[0]!.n).toBe(1), { timeoutMs: 15_000 });
 
-      proc.child.kill('SIGTERM');
-      expect(await proc.exited).toBe(0);
-      expect(proc.stoppedSteps()).toEqual(['http', 'archive loop', 'outbox worker', 'consumers', 'object store', 'transport', 'database pool']);
+      expect(await proc.terminate()).toEqual({ code: 0, stopped: ['http', 'archive loop', 'outbox worker', 'consumers', 'object store', 'transport', 'database pool'] });
     } finally {
       proc.child.kill('SIGKILL');
     }
   });
 
   it('refuses to start with an invalid object store setting, naming it', async () => {
-    const proc = start(MAIN, {
+    const { code, output } = await runToExit(MAIN, {
       ...serviceEnv('rules', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: await freePort() }),
       CRAIG_RULES__OBJECT_STORE_BACKEND: 'local',
       CRAIG_RULES__OBJECT_STORE_BUCKET: server.bucket,
     });
-    try {
-      expect(await proc.exited).not.toBe(0);
-      expect(proc.output()).toContain('OBJECT_STORE_BACKEND');
-    } finally {
-      proc.child.kill('SIGKILL');
-    }
+    expect(code).not.toBe(0);
+    expect(output).toContain('OBJECT_STORE_BACKEND');
   });
 });

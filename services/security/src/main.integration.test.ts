@@ -1,6 +1,6 @@
 // main.ts as an operator runs it: a child process configured only through the environment,
 // against a fresh database, the bus in that database, and the in-process S3 server.
-import { objectStoreEnv, serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
+import { objectStoreEnv, runToExit, serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
 import { eventually, freePort, s3, testDatabase, type S3TestServer, type TestDatabase } from '@craig/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -41,25 +41,19 @@ describe('security main.ts', () => {
         expect(((await seen.json()) as { events: unknown[] }).events).toHaveLength(1);
       }, { timeoutMs: 15_000 });
 
-      proc.child.kill('SIGTERM');
-      expect(await proc.exited).toBe(0);
-      expect(proc.stoppedSteps()).toEqual(['http', 'archive loop', 'outbox worker', 'consumers', 'object store', 'transport', 'database pool']);
+      expect(await proc.terminate()).toEqual({ code: 0, stopped: ['http', 'archive loop', 'outbox worker', 'consumers', 'object store', 'transport', 'database pool'] });
     } finally {
       proc.child.kill('SIGKILL');
     }
   });
 
   it('refuses to start with an invalid object store setting, naming it', async () => {
-    const proc = start(MAIN, {
+    const { code, output } = await runToExit(MAIN, {
       ...serviceEnv('security', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: await freePort() }),
       CRAIG_SECURITY__OBJECT_STORE_BACKEND: 'local',
       CRAIG_SECURITY__OBJECT_STORE_BUCKET: server.bucket,
     });
-    try {
-      expect(await proc.exited).not.toBe(0);
-      expect(proc.output()).toContain('OBJECT_STORE_BACKEND');
-    } finally {
-      proc.child.kill('SIGKILL');
-    }
+    expect(code).not.toBe(0);
+    expect(output).toContain('OBJECT_STORE_BACKEND');
   });
 });
