@@ -1,9 +1,11 @@
 import type { Sql } from '@craig/db';
-import { readLedger } from '@craig/retention';
+import { ArchiveRunner, readLedger, type ArchiveEngine, type LedgerRow } from '@craig/retention';
+import { eventually } from '@craig/testkit';
 import type { FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
 import { expect } from 'vitest';
 import { ADMIN_TOKEN } from './harness.ts';
-import { call, type Json } from './fixtures.ts';
+import { call, counterValue, type Json } from './fixtures.ts';
 
 /** A list query refused with a typed 400 `invalid_request` that names the parameter and the value (also in the message). */
 export async function expectRefusedQuery(app: FastifyInstance, url: string, parameter: string, value: unknown): Promise<void> {
@@ -41,4 +43,33 @@ export async function expectServiceEndpoints(app: FastifyInstance, service: stri
 export async function expectNothingArchived(sql: Sql): Promise<void> {
   expect(await sql`select event_type from event_outbox`).toEqual([]);
   expect(await readLedger(sql)).toEqual([]);
+}
+
+/**
+ * One announcement per archived batch (announceArchivedBatches from @craig/retention), staged in
+ * its transaction: the event id is the archive id, the payload says where the object is and what it holds.
+ */
+export async function expectBatchAnnouncements(sql: Sql, eventType: string, ledger: readonly LedgerRow[]): Promise<void> {
+  const events = await sql<{ event_id: string; event_type: string; payload: Record<string, unknown> }[]>`select event_id::text, event_type, payload from event_outbox order by id`;
+  expect(events).toEqual(
+    ledger.map((e) => ({
+      event_id: e.archiveId,
+      event_type: eventType,
+      payload: { archiveId: e.archiveId, table: e.table, key: e.key, rows: e.rowCount, bytes: e.bytes, sha256: e.sha256, minKey: e.minKey, maxKey: e.maxKey, minTs: expect.any(String), maxTs: expect.any(String) },
+    })),
+  );
+}
+
+/**
+ * Run the archive timer loop (as the service composes it) until its first cycle completed;
+ * returns `stop`, which aborts the loop and waits for it.
+ */
+export async function startTimerLoop(engine: ArchiveEngine, registry: Registry): Promise<() => Promise<void>> {
+  const stop = new AbortController();
+  const loop = new ArchiveRunner({ engine, everyMinutes: 60, registry, initialDelayMs: 0 }).run(stop.signal);
+  await eventually(async () => expect(await counterValue(registry, 'archive_cycles_total', { status: 'completed', trigger: 'timer' })).toBe(1), { timeoutMs: 10_000 });
+  return async () => {
+    stop.abort();
+    await loop;
+  };
 }

@@ -1,8 +1,8 @@
 // Archive-then-prune of the SSA chain: handoffs → members → runs, FK order, NOT EXISTS guards,
 // the runs' quiescence horizon, exact read-back, and no outbox announcement (ledger-only).
 import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
-import { ArchiveRunner, createArchiveEngine, readArchiveObject, readLedger } from '@craig/retention';
-import { eventually } from '@craig/testkit';
+import { createArchiveEngine, readArchiveObject, readLedger } from '@craig/retention';
+import { startTimerLoop } from '@craig/service-testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, counterValue, HOT_WINDOW_DAYS, serviceHarness, type ServiceHarness } from '../test/harness.ts';
 import { EXCHANGE_ARCHIVE_SPECS } from './archive-specs.ts';
@@ -173,13 +173,9 @@ describe('exchange archive', () => {
 
   it('the timer loop runs cycles until its signal aborts', async () => {
     await seed();
-    const stop = new AbortController();
-    const runner = new ArchiveRunner({ engine: h.service.engine, everyMinutes: 60, registry: h.registry, initialDelayMs: 0 });
-    const loop = runner.run(stop.signal);
-    await eventually(async () => expect(await counterValue(h.registry, 'archive_cycles_total', { status: 'completed', trigger: 'timer' })).toBe(1), { timeoutMs: 10_000 });
+    const stop = await startTimerLoop(h.service.engine, h.registry);
     expect(await ids('ssa_screening_runs')).toEqual([2, 3, 4, 5, 6]);
-    stop.abort();
-    await loop;
+    await stop();
   });
 
   it('the specs pass the engine check against the migrated schema (every foreign key guarded)', async () => {

@@ -2,9 +2,8 @@
 // transaction that records them in the ledger and stages the announcement, and read back once
 // each, equal to the originals; snapshots and previews stay hot, untouched.
 import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
-import { ArchiveRunner, createArchiveEngine, readArchiveObject, readLedger } from '@craig/retention';
-import { eventually } from '@craig/testkit';
-import { expectNothingArchived } from '@craig/service-testkit';
+import { createArchiveEngine, readArchiveObject, readLedger } from '@craig/retention';
+import { expectBatchAnnouncements, expectNothingArchived, startTimerLoop } from '@craig/service-testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, counterValue, HOT_WINDOW_DAYS, serviceHarness, type ServiceHarness } from '../test/harness.ts';
 import { announceArchivedBatch, ARCHIVE_BATCH_EVENT, RULES_ARCHIVE_SPECS } from './archive-specs.ts';
@@ -65,14 +64,7 @@ describe('rules archive', () => {
     expect(ledger[0]!.key).toMatch(/^archive\/rules\/rule_evaluations\/\d{4}\/\d{2}\/[0-9a-f-]{36}\.ndjson\.gz$/);
 
     // One announcement per batch, staged in its transaction: the event id is the archive id.
-    const events = await h.db.sql<{ event_id: string; event_type: string; payload: Record<string, unknown> }[]>`select event_id::text, event_type, payload from event_outbox order by id`;
-    expect(events).toEqual(
-      ledger.map((e) => ({
-        event_id: e.archiveId,
-        event_type: ARCHIVE_BATCH_EVENT,
-        payload: { archiveId: e.archiveId, table: e.table, key: e.key, rows: e.rowCount, bytes: e.bytes, sha256: e.sha256, minKey: e.minKey, maxKey: e.maxKey, minTs: expect.any(String), maxTs: expect.any(String) },
-      })),
-    );
+    await expectBatchAnnouncements(h.db.sql, ARCHIVE_BATCH_EVENT, ledger);
 
     // Read back (digest and row count verified against the ledger): each row once, equal to the original.
     const archived = await readArchiveObject(h.store, ledger[0]!);
@@ -133,13 +125,9 @@ describe('rules archive', () => {
 
   it('the timer loop runs cycles until its signal aborts', async () => {
     await seed();
-    const stop = new AbortController();
-    const runner = new ArchiveRunner({ engine: h.service.engine, everyMinutes: 60, registry: h.registry, initialDelayMs: 0 });
-    const loop = runner.run(stop.signal);
-    await eventually(async () => expect(await counterValue(h.registry, 'archive_cycles_total', { status: 'completed', trigger: 'timer' })).toBe(1), { timeoutMs: 10_000 });
+    const stop = await startTimerLoop(h.service.engine, h.registry);
     expect(await count()).toBe(3);
-    stop.abort();
-    await loop;
+    await stop();
   });
 
   it('the engine accepts the schema: the specs match it and nothing references rule_evaluations', async () => {
