@@ -1,10 +1,11 @@
 import type { Sql } from '@craig/db';
-import { ArchiveRunner, readLedger, type ArchiveEngine, type LedgerRow } from '@craig/retention';
-import { eventually } from '@craig/testkit';
+import { pruneTransportTables } from '@craig/mq';
+import { ArchiveRunner, createArchiveEngine, readLedger, type ArchiveEngine, type ArchiveEngineOptions, type BatchArchivedHook, type LedgerRow } from '@craig/retention';
+import { eventually, type TestDatabase } from '@craig/testkit';
 import type { FastifyInstance } from 'fastify';
-import type { Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import { expect } from 'vitest';
-import { ADMIN_TOKEN } from './harness.ts';
+import { ADMIN_TOKEN, type ArchiveHarness } from './harness.ts';
 import { call, counterValue, type Json } from './fixtures.ts';
 
 /** A list query refused with a typed 400 `invalid_request` that names the parameter and the value (also in the message). */
@@ -72,4 +73,33 @@ export async function startTimerLoop(engine: ArchiveEngine, registry: Registry):
     stop.abort();
     await loop;
   };
+}
+
+/**
+ * A second archive engine on an archive harness's database and store (prefix `archive`), as the
+ * service configures its own: for cycles with a different `onBatchArchived` hook.
+ */
+export function archiveEngineOn(h: ArchiveHarness<unknown>, options: Pick<ArchiveEngineOptions, 'service' | 'specs' | 'hotWindowDays' | 'onBatchArchived'>): ArchiveEngine {
+  return createArchiveEngine({ ...options, databaseUrl: h.db.url, store: h.store, prefix: 'archive' });
+}
+
+/** An `onBatchArchived` hook that stages through `hook` and then throws, as a crash after staging would. */
+export function crashAfter(hook: BatchArchivedHook): BatchArchivedHook {
+  return async (tx, batch) => {
+    await hook(tx, batch);
+    throw new Error('crash after staging the announcement');
+  };
+}
+
+/**
+ * The transport sweep (`pruneTransportTables`, 30/31-day windows) on a demo-seeded database:
+ * it deletes aged published outbox rows, exactly the `agedInbox` dedup records, and leaves the
+ * `pending` unpublished rows.
+ */
+export async function expectTransportSweep(db: TestDatabase, service: string, expected: { readonly agedInbox: number; readonly pending: number }): Promise<void> {
+  const result = await pruneTransportTables({ databaseUrl: db.url, service, retention: { outboxDays: 30, inboxDays: 31 }, registry: new Registry() });
+  expect(result.outboxDeleted).toBeGreaterThan(0);
+  expect(result.inboxDeleted).toBe(expected.agedInbox);
+  const [after] = await db.sql`select (select count(*) from event_outbox where published_at is null)::int as pending`;
+  expect(after!.pending).toBe(expected.pending);
 }

@@ -1,10 +1,8 @@
 // The devstack contribution: aged history the transport sweep has real work on (outbox and
 // inbox), and traffic over the HTTP API.
 import { migrationTemplate } from '@craig/db';
-import { pruneTransportTables } from '@craig/mq';
-import { demoContext, jsonStub, listenLocally } from '@craig/service-testkit';
+import { demoContext, expectTransportSweep, jsonStub, listenLocally } from '@craig/service-testkit';
 import { testDatabase } from '@craig/testkit';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { placementsHarness, type PlacementsHarness } from '../test/harness.ts';
 import { demo } from './demo.ts';
@@ -29,11 +27,7 @@ describe('placements demo', () => {
                (select count(*) from event_inbox where received_at < now() - interval '31 days')::int as aged_inbox`;
       expect(before).toMatchObject({ refs: 30, placements: 30, open_on_closed: 0, pending: 5 });
       expect(before!.aged_inbox).toBeGreaterThan(0);
-      const result = await pruneTransportTables({ databaseUrl: db.url, service: 'placements', retention: { outboxDays: 30, inboxDays: 31 }, registry: new Registry() });
-      expect(result.outboxDeleted).toBeGreaterThan(0);
-      expect(result.inboxDeleted).toBe(before!.aged_inbox);
-      const [after] = await db.sql`select (select count(*) from event_outbox where published_at is null)::int as pending`;
-      expect(after!.pending).toBe(5);
+      await expectTransportSweep(db, 'placements', { agedInbox: before!.aged_inbox!, pending: 5 });
     } finally {
       await db.drop();
     }

@@ -1,10 +1,8 @@
 // The devstack contribution: aged history the transport sweep has real work on (outbox and
 // inbox), and traffic over the HTTP API.
 import { migrationTemplate } from '@craig/db';
-import { pruneTransportTables } from '@craig/mq';
-import { demoContext, jsonStub, listenLocally } from '@craig/service-testkit';
+import { demoContext, expectTransportSweep, jsonStub, listenLocally } from '@craig/service-testkit';
 import { testDatabase } from '@craig/testkit';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { safetyHarness, type SafetyHarness } from '../test/harness.ts';
 import { demo } from './demo.ts';
@@ -31,11 +29,7 @@ describe('safety demo', () => {
       expect(before).toMatchObject({ refs: 30, reports: 30, events: 30, pending: 5 });
       expect(before!.aged_pending).toBeGreaterThan(0);
       expect(before!.aged_inbox).toBeGreaterThan(0);
-      const result = await pruneTransportTables({ databaseUrl: db.url, service: 'safety', retention: { outboxDays: 30, inboxDays: 31 }, registry: new Registry() });
-      expect(result.outboxDeleted).toBeGreaterThan(0);
-      expect(result.inboxDeleted).toBe(before!.aged_inbox);
-      const [after] = await db.sql`select (select count(*) from event_outbox where published_at is null)::int as pending`;
-      expect(after!.pending).toBe(5);
+      await expectTransportSweep(db, 'safety', { agedInbox: before!.aged_inbox!, pending: 5 });
     } finally {
       await db.drop();
     }

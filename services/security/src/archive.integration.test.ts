@@ -2,8 +2,8 @@
 // deleted in the transaction that records them in the ledger and stages the announcement, and
 // read back once each, equal to the originals.
 import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
-import { createArchiveEngine, readArchiveObject, readLedger } from '@craig/retention';
-import { expectBatchAnnouncements, expectNothingArchived, startTimerLoop } from '@craig/service-testkit';
+import { readArchiveObject, readLedger } from '@craig/retention';
+import { archiveEngineOn, crashAfter, expectBatchAnnouncements, expectNothingArchived, startTimerLoop } from '@craig/service-testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, counterValue, HOT_WINDOW_DAYS, serviceHarness, type ServiceHarness } from '../test/harness.ts';
 import { announceArchivedBatch, ARCHIVE_BATCH_EVENT, SECURITY_ARCHIVE_SPECS } from './archive-specs.ts';
@@ -87,18 +87,7 @@ describe('security archive', () => {
 
   it('a batch whose transaction rolls back after staging its announcement leaves no event, no ledger row, and the rows hot', async () => {
     await seed();
-    const engine = createArchiveEngine({
-      service: 'security',
-      databaseUrl: h.db.url,
-      store: h.store,
-      specs: SECURITY_ARCHIVE_SPECS,
-      hotWindowDays: HOT_WINDOW_DAYS,
-      prefix: 'archive',
-      onBatchArchived: async (tx, batch) => {
-        await announceArchivedBatch(tx, batch);
-        throw new Error('crash after staging the announcement');
-      },
-    });
+    const engine = archiveEngineOn(h, { service: 'security', specs: SECURITY_ARCHIVE_SPECS, hotWindowDays: HOT_WINDOW_DAYS, onBatchArchived: crashAfter(announceArchivedBatch) });
     const report = await engine.runCycle();
     expect(report.tables[0]).toMatchObject({ table: 'audit_log', rows: 0, outcome: 'failed' });
     await expectNothingArchived(h.db.sql);
