@@ -1,4 +1,4 @@
-import type { Sql } from '@craig/db';
+import { LOCK_KEYS, withDedicatedSession, type Sql } from '@craig/db';
 import { pruneTransportTables } from '@craig/mq';
 import { ArchiveRunner, createArchiveEngine, readLedger, type ArchiveEngine, type ArchiveEngineOptions, type BatchArchivedHook, type LedgerRow } from '@craig/retention';
 import { eventually, type TestDatabase } from '@craig/testkit';
@@ -102,4 +102,36 @@ export async function expectTransportSweep(db: TestDatabase, service: string, ex
   expect(result.inboxDeleted).toBe(expected.agedInbox);
   const [after] = await db.sql`select (select count(*) from event_outbox where published_at is null)::int as pending`;
   expect(after!.pending).toBe(expected.pending);
+}
+
+/**
+ * `POST /v1/admin/archive/run` needs the admin token (401 without it or with a wrong one), and
+ * answers 409 `archive_lease_held` (retryable, naming `service`) while another session holds the
+ * archive lease, counted as a `lease_held` admin cycle.
+ */
+export async function expectArchiveRunGuarded(h: ArchiveHarness<unknown>, service: string): Promise<void> {
+  expect((await call(h.app, 'POST', '/v1/admin/archive/run')).status).toBe(401);
+  expect((await call(h.app, 'POST', '/v1/admin/archive/run', { token: 'wrong-token-wrong-token' })).status).toBe(401);
+  const held = await withDedicatedSession(
+    h.db.url,
+    async (other) => {
+      expect(await other.tryAdvisoryLock(LOCK_KEYS.archiveLease)).toBe(true);
+      return call(h.app, 'POST', '/v1/admin/archive/run', { token: ADMIN_TOKEN });
+    },
+    { service: 'other-archiver' },
+  );
+  expect(held.status).toBe(409);
+  expect(held.body.error).toMatchObject({ code: 'archive_lease_held', service, retryable: true });
+  expect(await counterValue(h.registry, 'archive_cycles_total', { status: 'lease_held', trigger: 'admin' })).toBe(1);
+}
+
+/**
+ * The archive ledger holds exactly `expected` ([table, rows] in ledger order), and the first
+ * object's key is `archive/<service>/<table>/<yyyy>/<mm>/<archive id>.ndjson.gz`. Returns the ledger.
+ */
+export async function expectLedger(sql: Sql, service: string, expected: readonly (readonly [string, number])[]): Promise<LedgerRow[]> {
+  const ledger = await readLedger(sql);
+  expect(ledger.map((e) => [e.table, e.rowCount])).toEqual(expected);
+  expect(ledger[0]!.key).toMatch(new RegExp(`^archive/${service}/${expected[0]![0]}/\\d{4}/\\d{2}/[0-9a-f-]{36}\\.ndjson\\.gz$`));
+  return ledger;
 }

@@ -13,5 +13,5 @@ export { deleteRabbitMqExchange, testTransport, type TestTransport, type TestTra
 export { call, caseEventBody, caseEventDelivery, counterValue, producer, type Json, type Method, type Producer } from './fixtures.ts';
 export { startFleet, type Fleet, type FleetMember, type FleetService } from './flow.ts';
 export { demoContext, jsonStub, listenLocally } from './demo.ts';
-export { archiveEngineOn, crashAfter, expectBatchAnnouncements, expectEventAdminRoutes, expectNothingArchived, expectRefusedQuery, expectServiceEndpoints, expectTransportSweep, startTimerLoop } from './checks.ts';
+export { archiveEngineOn, crashAfter, expectArchiveRunGuarded, expectBatchAnnouncements, expectEventAdminRoutes, expectLedger, expectNothingArchived, expectRefusedQuery, expectServiceEndpoints, expectTransportSweep, startTimerLoop } from './checks.ts';
 export { objectStoreEnv, runToExit, serviceEnv, startMain, stoppedSteps, waitReady, type MainProcess } from './main-process.ts';

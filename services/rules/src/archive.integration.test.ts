@@ -1,9 +1,8 @@
 // Archive-then-prune of rule_evaluations: aged rows go to the object store, are deleted in the
 // transaction that records them in the ledger and stages the announcement, and read back once
 // each, equal to the originals; snapshots and previews stay hot, untouched.
-import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
-import { readArchiveObject, readLedger } from '@craig/retention';
-import { archiveEngineOn, crashAfter, expectBatchAnnouncements, expectNothingArchived, startTimerLoop } from '@craig/service-testkit';
+import { readArchiveObject } from '@craig/retention';
+import { archiveEngineOn, crashAfter, expectArchiveRunGuarded, expectBatchAnnouncements, expectLedger, expectNothingArchived, startTimerLoop } from '@craig/service-testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, counterValue, HOT_WINDOW_DAYS, serviceHarness, type ServiceHarness } from '../test/harness.ts';
 import { announceArchivedBatch, ARCHIVE_BATCH_EVENT, RULES_ARCHIVE_SPECS } from './archive-specs.ts';
@@ -59,9 +58,7 @@ describe('rules archive', () => {
     expect(await hotState()).toEqual(before);
     expect(JSON.parse(before[0]!.previews as string)).toHaveLength(1);
 
-    const ledger = await readLedger(h.db.sql);
-    expect(ledger.map((e) => [e.table, e.rowCount])).toEqual([['rule_evaluations', 9]]);
-    expect(ledger[0]!.key).toMatch(/^archive\/rules\/rule_evaluations\/\d{4}\/\d{2}\/[0-9a-f-]{36}\.ndjson\.gz$/);
+    const ledger = await expectLedger(h.db.sql, 'rules', [['rule_evaluations', 9]]);
 
     // One announcement per batch, staged in its transaction: the event id is the archive id.
     await expectBatchAnnouncements(h.db.sql, ARCHIVE_BATCH_EVENT, ledger);
@@ -100,16 +97,8 @@ describe('rules archive', () => {
 
   it('the admin route needs the token, and answers 409 archive_lease_held while another archiver holds the lease', async () => {
     await seed();
-    expect((await call(h.app, 'POST', '/v1/admin/archive/run')).status).toBe(401);
-    expect((await call(h.app, 'POST', '/v1/admin/archive/run', { token: 'wrong-token-wrong-token' })).status).toBe(401);
-    const held = await withDedicatedSession(h.db.url, async (other) => {
-      expect(await other.tryAdvisoryLock(LOCK_KEYS.archiveLease)).toBe(true);
-      return call(h.app, 'POST', '/v1/admin/archive/run', { token: ADMIN_TOKEN });
-    }, { service: 'other-archiver' });
-    expect(held.status).toBe(409);
-    expect(held.body.error).toMatchObject({ code: 'archive_lease_held', service: 'rules', retryable: true });
+    await expectArchiveRunGuarded(h, 'rules');
     expect(await count()).toBe(12);
-    expect(await counterValue(h.registry, 'archive_cycles_total', { status: 'lease_held', trigger: 'admin' })).toBe(1);
   });
 
   it('the timer loop runs cycles until its signal aborts', async () => {

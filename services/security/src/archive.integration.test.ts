@@ -1,9 +1,8 @@
 // Archive-then-prune of audit_log and dead_letter_audit: aged rows go to the object store, are
 // deleted in the transaction that records them in the ledger and stages the announcement, and
 // read back once each, equal to the originals.
-import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
-import { readArchiveObject, readLedger } from '@craig/retention';
-import { archiveEngineOn, crashAfter, expectBatchAnnouncements, expectNothingArchived, startTimerLoop } from '@craig/service-testkit';
+import { readArchiveObject } from '@craig/retention';
+import { archiveEngineOn, crashAfter, expectArchiveRunGuarded, expectBatchAnnouncements, expectLedger, expectNothingArchived, startTimerLoop } from '@craig/service-testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, counterValue, HOT_WINDOW_DAYS, serviceHarness, type ServiceHarness } from '../test/harness.ts';
 import { announceArchivedBatch, ARCHIVE_BATCH_EVENT, SECURITY_ARCHIVE_SPECS } from './archive-specs.ts';
@@ -54,9 +53,7 @@ describe('security archive', () => {
     expect(await count('dead_letter_audit')).toBe(1);
     expect((await h.db.sql`select count(*)::int as n from audit_log where received_at < now() - interval '90 days'`)[0]!.n).toBe(0);
 
-    const ledger = await readLedger(h.db.sql);
-    expect(ledger.map((e) => [e.table, e.rowCount])).toEqual([['audit_log', 9], ['dead_letter_audit', 2]]);
-    expect(ledger[0]!.key).toMatch(/^archive\/security\/audit_log\/\d{4}\/\d{2}\/[0-9a-f-]{36}\.ndjson\.gz$/);
+    const ledger = await expectLedger(h.db.sql, 'security', [['audit_log', 9], ['dead_letter_audit', 2]]);
 
     // One announcement per batch, staged in its transaction: the event id is the archive id.
     await expectBatchAnnouncements(h.db.sql, ARCHIVE_BATCH_EVENT, ledger);
@@ -96,16 +93,8 @@ describe('security archive', () => {
 
   it('the admin route needs the token, and answers 409 archive_lease_held while another archiver holds the lease', async () => {
     await seed();
-    expect((await call(h.app, 'POST', '/v1/admin/archive/run')).status).toBe(401);
-    expect((await call(h.app, 'POST', '/v1/admin/archive/run', { token: 'wrong-token-wrong-token' })).status).toBe(401);
-    const held = await withDedicatedSession(h.db.url, async (other) => {
-      expect(await other.tryAdvisoryLock(LOCK_KEYS.archiveLease)).toBe(true);
-      return call(h.app, 'POST', '/v1/admin/archive/run', { token: ADMIN_TOKEN });
-    }, { service: 'other-archiver' });
-    expect(held.status).toBe(409);
-    expect(held.body.error).toMatchObject({ code: 'archive_lease_held', service: 'security', retryable: true });
+    await expectArchiveRunGuarded(h, 'security');
     expect(await count('audit_log')).toBe(12);
-    expect(await counterValue(h.registry, 'archive_cycles_total', { status: 'lease_held', trigger: 'admin' })).toBe(1);
   });
 
   it('the timer loop runs cycles until its signal aborts', async () => {
