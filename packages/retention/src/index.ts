@@ -17,6 +17,8 @@ export {
   type TableOutcome,
   type TableReport,
 } from './engine.ts';
+/** The `onBatchArchived` hook that announces each archived batch through the outbox. */
+export { announceArchivedBatches, type ArchivedBatchPayload, type BatchArchivedHook } from './announce.ts';
 /** The timer loop and on-demand cycle every archiving service composes. */
 export { ArchiveRunner, type ArchiveRunnerOptions } from './runner.ts';
 /** A service's archive from its deps (engine + runner), and at boot those deps with the object store opened and closed on stop. */

@@ -1,8 +1,9 @@
 // main.ts as an operator runs it: a child process configured only through the environment.
+import { ADMIN_TOKEN, runToExit, serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
 import { eventually, freePort, testDatabase, type TestDatabase } from '@craig/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startMain } from '../test/main-process.ts';
 
+const MAIN = new URL('./main.ts', import.meta.url);
 const dbs: TestDatabase[] = [];
 afterEach(async () => {
   await Promise.all(dbs.splice(0).map((d) => d.drop()));
@@ -13,14 +14,9 @@ describe('cases main.ts', () => {
     const [db, bus] = await Promise.all([testDatabase({ prefix: 'cases_t', max: 1 }), testDatabase({ max: 1 })]);
     dbs.push(db, bus);
     const port = await freePort();
-    const proc = startMain({
-      CRAIG_CASES__DATABASE_URL: db.url,
-      CRAIG_CASES__BUS_DATABASE_URL: bus.url,
-      CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests',
-      CRAIG_CASES__HTTP_PORT: String(port),
-    });
+    const proc = start(MAIN, serviceEnv('cases', { databaseUrl: db.url, busDatabaseUrl: bus.url, adminToken: ADMIN_TOKEN, port }));
     try {
-      await eventually(async () => expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200), { timeoutMs: 20_000 });
+      await waitReady(port, 20_000);
       const res = await fetch(`http://127.0.0.1:${port}/v1/cases`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ subject: 'from main' }) });
       expect(res.status).toBe(201);
       const { id } = (await res.json()) as { id: string };
@@ -31,9 +27,7 @@ describe('cases main.ts', () => {
       }, { timeoutMs: 15_000 });
       const [applied] = await bus.sql`select count(*)::int as n from craig_migrations where migration_set = 'bus'`;
       expect(applied!.n).toBeGreaterThan(0);
-      proc.child.kill('SIGTERM');
-      expect(await proc.exited).toBe(0);
-      expect(proc.stoppedSteps()).toEqual(['http', 'outbox worker', 'transport', 'database pool']);
+      expect(await proc.terminate()).toEqual({ code: 0, stopped: ['http', 'outbox worker', 'transport', 'database pool'] });
     } finally {
       proc.child.kill('SIGKILL');
     }
@@ -43,28 +37,20 @@ describe('cases main.ts', () => {
     const db = await testDatabase({ prefix: 'cases_t', max: 1 });
     dbs.push(db);
     const missingBus = db.url.replace(/\/[^/?]+(\?|$)/, '/craig_no_such_bus$1');
-    const proc = startMain({ CRAIG_CASES__DATABASE_URL: db.url, CRAIG_CASES__BUS_DATABASE_URL: missingBus, CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests', CRAIG_CASES__HTTP_PORT: String(await freePort()) });
-    try {
-      expect(await proc.exited).toBe(1);
-      expect(proc.output()).toContain('cases service failed to start');
-      expect(proc.output()).toContain('craig_no_such_bus');
-      // Its own sets were applied before the bus was tried; nothing else had started.
-      const [row] = await db.sql`select count(*)::int as n from craig_migrations where migration_set = 'cases'`;
-      expect(row!.n).toBe(1);
-      expect(proc.stoppedSteps()).toEqual([]);
-    } finally {
-      proc.child.kill('SIGKILL');
-    }
+    const { code, output, stopped } = await runToExit(MAIN, { CRAIG_CASES__DATABASE_URL: db.url, CRAIG_CASES__BUS_DATABASE_URL: missingBus, CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests', CRAIG_CASES__HTTP_PORT: String(await freePort()) });
+    expect(code).toBe(1);
+    expect(output).toContain('cases service failed to start');
+    expect(output).toContain('craig_no_such_bus');
+    // Its own sets were applied before the bus was tried; nothing else had started.
+    const [row] = await db.sql`select count(*)::int as n from craig_migrations where migration_set = 'cases'`;
+    expect(row!.n).toBe(1);
+    expect(stopped).toEqual([]);
   });
 
   it('refuses bad settings at once, naming the variable, and exits 1', async () => {
-    const proc = startMain({ CRAIG_CASES__DATABASE_URL: 'postgres://127.0.0.1/x', CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests', CRAIG_CASES__HTTP_PORT: 'eighty' });
-    try {
-      expect(await proc.exited).toBe(1);
-      expect(proc.output()).toContain('CRAIG_CASES__HTTP_PORT');
-      expect(proc.output()).toContain('"level":60');
-    } finally {
-      proc.child.kill('SIGKILL');
-    }
+    const { code, output } = await runToExit(MAIN, { CRAIG_CASES__DATABASE_URL: 'postgres://127.0.0.1/x', CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests', CRAIG_CASES__HTTP_PORT: 'eighty' });
+    expect(code).toBe(1);
+    expect(output).toContain('CRAIG_CASES__HTTP_PORT');
+    expect(output).toContain('"level":60');
   });
 });

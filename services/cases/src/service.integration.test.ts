@@ -2,8 +2,9 @@
 // transaction, every refusal carries its code and writes nothing.
 import { decodeEnvelope, type Delivery } from '@craig/mq';
 import { eventually } from '@craig/testkit';
+import { expectEventAdminRoutes } from '@craig/service-testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, call, casesHarness, type CasesHarness } from '../test/harness.ts';
+import { call, casesHarness, type CasesHarness } from '../test/harness.ts';
 import { closeCase, openCase } from './case-store.ts';
 
 let h: CasesHarness;
@@ -154,12 +155,6 @@ describe('cases API', () => {
   });
 
   it('exposes the admin replay and redrive routes behind the admin token', async () => {
-    const to = new Date().toISOString();
-    const from = new Date(Date.now() - 86_400_000).toISOString();
-    expect((await h.app.inject({ method: 'POST', url: '/v1/admin/events/replay', payload: { from, to } })).statusCode).toBe(401);
-    const ok = await h.app.inject({ method: 'POST', url: '/v1/admin/events/replay', payload: { from, to }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    expect(ok.statusCode).toBe(200);
-    const redrive = await h.app.inject({ method: 'POST', url: '/v1/admin/events/redrive', payload: {}, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    expect(redrive.statusCode).toBe(200);
+    await expectEventAdminRoutes(h.app);
   });
 });

@@ -1,8 +1,7 @@
 // Archive-then-prune of the SSA chain: handoffs → members → runs, FK order, NOT EXISTS guards,
 // the runs' quiescence horizon, exact read-back, and no outbox announcement (ledger-only).
-import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
-import { ArchiveRunner, createArchiveEngine, readArchiveObject, readLedger } from '@craig/retention';
-import { eventually } from '@craig/testkit';
+import { createArchiveEngine, readArchiveObject, readLedger } from '@craig/retention';
+import { expectArchiveRunGuarded, startTimerLoop } from '@craig/service-testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, counterValue, HOT_WINDOW_DAYS, serviceHarness, type ServiceHarness } from '../test/harness.ts';
 import { EXCHANGE_ARCHIVE_SPECS } from './archive-specs.ts';
@@ -155,31 +154,15 @@ describe('exchange archive', () => {
 
   it('the admin route needs the token, and answers 409 archive_lease_held while another archiver holds the lease', async () => {
     await seed();
-    expect((await call(h.app, 'POST', '/v1/admin/archive/run')).status).toBe(401);
-    expect((await call(h.app, 'POST', '/v1/admin/archive/run', { token: 'wrong-token-wrong-token' })).status).toBe(401);
-    const held = await withDedicatedSession(
-      h.db.url,
-      async (other) => {
-        expect(await other.tryAdvisoryLock(LOCK_KEYS.archiveLease)).toBe(true);
-        return call(h.app, 'POST', '/v1/admin/archive/run', { token: ADMIN_TOKEN });
-      },
-      { service: 'other-archiver' },
-    );
-    expect(held.status).toBe(409);
-    expect(held.body.error).toMatchObject({ code: 'archive_lease_held', service: 'exchange', retryable: true });
+    await expectArchiveRunGuarded(h, 'exchange');
     expect(await ids('ssa_transport_handoffs')).toEqual([101, 102]);
-    expect(await counterValue(h.registry, 'archive_cycles_total', { status: 'lease_held', trigger: 'admin' })).toBe(1);
   });
 
   it('the timer loop runs cycles until its signal aborts', async () => {
     await seed();
-    const stop = new AbortController();
-    const runner = new ArchiveRunner({ engine: h.service.engine, everyMinutes: 60, registry: h.registry, initialDelayMs: 0 });
-    const loop = runner.run(stop.signal);
-    await eventually(async () => expect(await counterValue(h.registry, 'archive_cycles_total', { status: 'completed', trigger: 'timer' })).toBe(1), { timeoutMs: 10_000 });
+    const stop = await startTimerLoop(h.service.engine, h.registry);
     expect(await ids('ssa_screening_runs')).toEqual([2, 3, 4, 5, 6]);
-    stop.abort();
-    await loop;
+    await stop();
   });
 
   it('the specs pass the engine check against the migrated schema (every foreign key guarded)', async () => {

@@ -1,14 +1,13 @@
 // main.ts as an operator runs it: a child process configured only through the environment,
 // against a fresh database with the PostgreSQL bus in that same database.
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { migrationTemplate } from '@craig/db';
 import { createPostgresBusTransport, MQ_MIGRATIONS, OutboxWorker, stageEvent, type Transport } from '@craig/mq';
+import { runToExit, serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
 import { eventually, freePort, testDatabase, type TestDatabase } from '@craig/testkit';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
+const MAIN = new URL('./main.ts', import.meta.url);
 const TOKEN = 'an-admin-token-for-tests';
 
 let db: TestDatabase;
@@ -20,29 +19,17 @@ afterAll(async () => {
   await Promise.all([db.drop(), placements.drop()]);
 });
 
-function start(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], { cwd: fileURLToPath(new URL('..', import.meta.url)), env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, exited, output: () => out };
-}
-
 describe('financial main.ts', () => {
   it('migrates, serves, enqueues a placement event from the bus, imports, settles and publishes, and stops in reverse order', async () => {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const proc = start({
-      CRAIG_FINANCIAL__DATABASE_URL: db.url,
-      CRAIG_FINANCIAL__BUS_DATABASE_URL: db.url,
-      CRAIG_FINANCIAL__ADMIN_TOKEN: TOKEN,
-      CRAIG_FINANCIAL__HTTP_PORT: String(port),
+    const proc = start(MAIN, {
+      ...serviceEnv('financial', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: port }),
       CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS: '30',
     });
     let transport: Transport | undefined;
     try {
-      await eventually(async () => expect((await fetch(`${base}/readyz`)).status).toBe(200), { timeoutMs: 30_000 });
+      await waitReady(port, 30_000);
 
       // placements publishes placement.started on the bus; financial enqueues it.
       transport = await createPostgresBusTransport({ url: db.url, service: 'placements', pollIntervalMs: 100 });
@@ -69,10 +56,7 @@ describe('financial main.ts', () => {
       const sweep = await fetch(`${base}/v1/admin/reconcile/sweep`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
       expect(await sweep.json()).toMatchObject({ status: 'pruned', deleted: 0 });
 
-      proc.child.kill('SIGTERM');
-      expect(await proc.exited).toBe(0);
-      const stopped = [...proc.output().matchAll(/"step":"([^"]+)"[^\n]*"msg":"stopped"/g)].map((m) => m[1]);
-      expect(stopped).toEqual(['http', 'reconcile sweep', 'consumers', 'outbox worker', 'transport', 'database pool']);
+      expect(await proc.terminate()).toEqual({ code: 0, stopped: ['http', 'reconcile sweep', 'consumers', 'outbox worker', 'transport', 'database pool'] });
       // The setting reached the sweep: its start line carries the window.
       expect(proc.output()).toMatch(/"windowDays":30[^\n]*"msg":"local sweep started"/);
     } finally {
@@ -82,18 +66,11 @@ describe('financial main.ts', () => {
   });
 
   it('refuses to start with a bad RECONCILE_SETTLED_RETENTION_DAYS, naming it', async () => {
-    const proc = start({
-      CRAIG_FINANCIAL__DATABASE_URL: db.url,
-      CRAIG_FINANCIAL__BUS_DATABASE_URL: db.url,
-      CRAIG_FINANCIAL__ADMIN_TOKEN: TOKEN,
-      CRAIG_FINANCIAL__HTTP_PORT: String(await freePort()),
+    const { code, output } = await runToExit(MAIN, {
+      ...serviceEnv('financial', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: await freePort() }),
       CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS: '90d',
     });
-    try {
-      expect(await proc.exited).not.toBe(0);
-      expect(proc.output()).toContain('CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS="90d"');
-    } finally {
-      proc.child.kill('SIGKILL');
-    }
+    expect(code).not.toBe(0);
+    expect(output).toContain('CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS="90d"');
   });
 });

@@ -1,12 +1,10 @@
 // The devstack contribution: aged history the transport sweep has real work on (outbox and
 // inbox), and traffic over the HTTP API.
-import { createServer } from 'node:http';
 import { migrationTemplate } from '@craig/db';
-import { pruneTransportTables } from '@craig/mq';
+import { demoContext, expectTransportSweep, jsonStub, listenLocally } from '@craig/service-testkit';
 import { testDatabase } from '@craig/testkit';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, placementsHarness, type PlacementsHarness } from '../test/harness.ts';
+import { placementsHarness, type PlacementsHarness } from '../test/harness.ts';
 import { demo } from './demo.ts';
 import { PLACEMENTS_MIGRATION_SETS } from './migrations.ts';
 
@@ -29,30 +27,20 @@ describe('placements demo', () => {
                (select count(*) from event_inbox where received_at < now() - interval '31 days')::int as aged_inbox`;
       expect(before).toMatchObject({ refs: 30, placements: 30, open_on_closed: 0, pending: 5 });
       expect(before!.aged_inbox).toBeGreaterThan(0);
-      const result = await pruneTransportTables({ databaseUrl: db.url, service: 'placements', retention: { outboxDays: 30, inboxDays: 31 }, registry: new Registry() });
-      expect(result.outboxDeleted).toBeGreaterThan(0);
-      expect(result.inboxDeleted).toBe(before!.aged_inbox);
-      const [after] = await db.sql`select (select count(*) from event_outbox where published_at is null)::int as pending`;
-      expect(after!.pending).toBe(5);
+      await expectTransportSweep(db, 'placements', { agedInbox: before!.aged_inbox!, pending: 5 });
     } finally {
       await db.drop();
     }
   });
 
   it('tick places an open case it has heard of and sometimes ends an active placement', async () => {
-    await h.app.listen({ host: '127.0.0.1', port: 0 });
-    const address = h.app.server.address();
-    const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    const base = await listenLocally(h.app);
     const caseId = '11111111-1111-4111-8111-111111111111';
     await h.deliver('case.opened', caseId);
     // urlOf('cases') is a stand-in serving the open-case list: the placements API is what is under test.
-    const cases = createServer((_req, res) => res.setHeader('content-type', 'application/json').end(JSON.stringify({ cases: [{ id: caseId }] })));
-    await new Promise<void>((resolve) => cases.listen(0, '127.0.0.1', resolve));
-    const casesAddress = cases.address();
-    const casesBase = `http://127.0.0.1:${typeof casesAddress === 'object' && casesAddress ? casesAddress.port : 0}`;
+    const cases = await jsonStub({ cases: [{ id: caseId }] });
     try {
-      const controller = new AbortController();
-      const context = (random: number) => ({ urlOf: (s: string) => (s === 'placements' ? base : s === 'cases' ? casesBase : undefined), adminToken: ADMIN_TOKEN, signal: controller.signal, random: () => random, tick: 0 });
+      const context = (random: number) => demoContext({ urls: { placements: base, cases: cases.url }, random });
       await demo.tick!(context(0.1));
       const [placed] = await h.db.sql`select count(*)::int as n, count(ended_at)::int as ended from placements where case_id = ${caseId}`;
       expect(placed).toEqual({ n: 1, ended: 0 });
@@ -60,7 +48,7 @@ describe('placements demo', () => {
       const [later] = await h.db.sql`select count(*)::int as n, count(ended_at)::int as ended from placements where case_id = ${caseId}`;
       expect(later).toEqual({ n: 2, ended: 1 });
     } finally {
-      await new Promise((resolve) => cases.close(resolve));
+      await cases.close();
     }
   });
 });

@@ -1,8 +1,9 @@
 // The placements HTTP API against a real database: a placement needs an open case this service
 // heard of; every write stages its event in the same transaction; every refusal writes nothing.
 import { randomUUID } from 'node:crypto';
+import { expectEventAdminRoutes } from '@craig/service-testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, call, placementsHarness, type PlacementsHarness } from '../test/harness.ts';
+import { call, placementsHarness, type PlacementsHarness } from '../test/harness.ts';
 import { startPlacement } from './placement-store.ts';
 
 let h: PlacementsHarness;
@@ -124,9 +125,6 @@ describe('placements API', () => {
   });
 
   it('exposes the admin replay route behind the admin token', async () => {
-    const to = new Date().toISOString();
-    const from = new Date(Date.now() - 86_400_000).toISOString();
-    expect((await h.app.inject({ method: 'POST', url: '/v1/admin/events/replay', payload: { from, to } })).statusCode).toBe(401);
-    expect((await h.app.inject({ method: 'POST', url: '/v1/admin/events/replay', payload: { from, to }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).statusCode).toBe(200);
+    await expectEventAdminRoutes(h.app, { redrive: false });
   });
 });

@@ -1,6 +1,4 @@
-import type { TransactionSql } from '@craig/db';
-import { stageEvent } from '@craig/mq';
-import { defineArchiveSpec, fixpoints, type ArchivedBatch, type ArchiveSpec } from '@craig/retention';
+import { announceArchivedBatches, defineArchiveSpec, fixpoints, type ArchiveSpec } from '@craig/retention';
 
 /**
  * `rule_evaluations`: insert-only (at its fixpoint from birth; an UPDATE is refused by a
@@ -22,27 +20,8 @@ export const RULES_ARCHIVE_SPECS: readonly ArchiveSpec[] = Object.freeze([RULE_E
 export const ARCHIVE_BATCH_EVENT = 'rules.archive.batch';
 
 /**
- * The engine's `onBatchArchived` hook: stage `rules.archive.batch` in the batch's ledger +
- * delete transaction, so the announcement exists exactly when the batch's delete committed
+ * The engine's `onBatchArchived` hook: stage `rules.archive.batch` in the batch's ledger + delete
+ * transaction, so the announcement exists exactly when the batch's delete committed
  * (the event id is the archive id: one announcement per archive object, ever).
  */
-export async function announceArchivedBatch(tx: TransactionSql, batch: ArchivedBatch): Promise<void> {
-  await stageEvent(tx, {
-    eventId: batch.archiveId,
-    aggregateType: 'archive',
-    aggregateId: batch.archiveId,
-    eventType: ARCHIVE_BATCH_EVENT,
-    payload: {
-      archiveId: batch.archiveId,
-      table: batch.table,
-      key: batch.key,
-      rows: batch.rowCount,
-      bytes: batch.bytes,
-      sha256: batch.sha256,
-      minKey: batch.minKey,
-      maxKey: batch.maxKey,
-      minTs: batch.minTs,
-      maxTs: batch.maxTs,
-    },
-  });
-}
+export const announceArchivedBatch = announceArchivedBatches(ARCHIVE_BATCH_EVENT);

@@ -1,9 +1,8 @@
 // Archive-then-prune of rule_evaluations: aged rows go to the object store, are deleted in the
 // transaction that records them in the ledger and stages the announcement, and read back once
 // each, equal to the originals; snapshots and previews stay hot, untouched.
-import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
-import { ArchiveRunner, createArchiveEngine, readArchiveObject, readLedger } from '@craig/retention';
-import { eventually } from '@craig/testkit';
+import { readArchiveObject } from '@craig/retention';
+import { archiveEngineOn, crashAfter, expectArchiveRunGuarded, expectBatchAnnouncements, expectLedger, expectNothingArchived, startTimerLoop } from '@craig/service-testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, counterValue, HOT_WINDOW_DAYS, serviceHarness, type ServiceHarness } from '../test/harness.ts';
 import { announceArchivedBatch, ARCHIVE_BATCH_EVENT, RULES_ARCHIVE_SPECS } from './archive-specs.ts';
@@ -59,19 +58,10 @@ describe('rules archive', () => {
     expect(await hotState()).toEqual(before);
     expect(JSON.parse(before[0]!.previews as string)).toHaveLength(1);
 
-    const ledger = await readLedger(h.db.sql);
-    expect(ledger.map((e) => [e.table, e.rowCount])).toEqual([['rule_evaluations', 9]]);
-    expect(ledger[0]!.key).toMatch(/^archive\/rules\/rule_evaluations\/\d{4}\/\d{2}\/[0-9a-f-]{36}\.ndjson\.gz$/);
+    const ledger = await expectLedger(h.db.sql, 'rules', [['rule_evaluations', 9]]);
 
     // One announcement per batch, staged in its transaction: the event id is the archive id.
-    const events = await h.db.sql<{ event_id: string; event_type: string; payload: Record<string, unknown> }[]>`select event_id::text, event_type, payload from event_outbox order by id`;
-    expect(events).toEqual(
-      ledger.map((e) => ({
-        event_id: e.archiveId,
-        event_type: ARCHIVE_BATCH_EVENT,
-        payload: { archiveId: e.archiveId, table: e.table, key: e.key, rows: e.rowCount, bytes: e.bytes, sha256: e.sha256, minKey: e.minKey, maxKey: e.maxKey, minTs: expect.any(String), maxTs: expect.any(String) },
-      })),
-    );
+    await expectBatchAnnouncements(h.db.sql, ARCHIVE_BATCH_EVENT, ledger);
 
     // Read back (digest and row count verified against the ledger): each row once, equal to the original.
     const archived = await readArchiveObject(h.store, ledger[0]!);
@@ -98,48 +88,24 @@ describe('rules archive', () => {
 
   it('a batch whose transaction rolls back after staging its announcement leaves no event, no ledger row, and the rows hot', async () => {
     await seed();
-    const engine = createArchiveEngine({
-      service: 'rules',
-      databaseUrl: h.db.url,
-      store: h.store,
-      specs: RULES_ARCHIVE_SPECS,
-      hotWindowDays: HOT_WINDOW_DAYS,
-      prefix: 'archive',
-      onBatchArchived: async (tx, batch) => {
-        await announceArchivedBatch(tx, batch);
-        throw new Error('crash after staging the announcement');
-      },
-    });
+    const engine = archiveEngineOn(h, { service: 'rules', specs: RULES_ARCHIVE_SPECS, hotWindowDays: HOT_WINDOW_DAYS, onBatchArchived: crashAfter(announceArchivedBatch) });
     const report = await engine.runCycle();
     expect(report.tables[0]).toMatchObject({ table: 'rule_evaluations', rows: 0, outcome: 'failed' });
-    expect(await h.db.sql`select event_type from event_outbox`).toEqual([]);
-    expect(await readLedger(h.db.sql)).toEqual([]);
+    await expectNothingArchived(h.db.sql);
     expect(await count()).toBe(12);
   });
 
   it('the admin route needs the token, and answers 409 archive_lease_held while another archiver holds the lease', async () => {
     await seed();
-    expect((await call(h.app, 'POST', '/v1/admin/archive/run')).status).toBe(401);
-    expect((await call(h.app, 'POST', '/v1/admin/archive/run', { token: 'wrong-token-wrong-token' })).status).toBe(401);
-    const held = await withDedicatedSession(h.db.url, async (other) => {
-      expect(await other.tryAdvisoryLock(LOCK_KEYS.archiveLease)).toBe(true);
-      return call(h.app, 'POST', '/v1/admin/archive/run', { token: ADMIN_TOKEN });
-    }, { service: 'other-archiver' });
-    expect(held.status).toBe(409);
-    expect(held.body.error).toMatchObject({ code: 'archive_lease_held', service: 'rules', retryable: true });
+    await expectArchiveRunGuarded(h, 'rules');
     expect(await count()).toBe(12);
-    expect(await counterValue(h.registry, 'archive_cycles_total', { status: 'lease_held', trigger: 'admin' })).toBe(1);
   });
 
   it('the timer loop runs cycles until its signal aborts', async () => {
     await seed();
-    const stop = new AbortController();
-    const runner = new ArchiveRunner({ engine: h.service.engine, everyMinutes: 60, registry: h.registry, initialDelayMs: 0 });
-    const loop = runner.run(stop.signal);
-    await eventually(async () => expect(await counterValue(h.registry, 'archive_cycles_total', { status: 'completed', trigger: 'timer' })).toBe(1), { timeoutMs: 10_000 });
+    const stop = await startTimerLoop(h.service.engine, h.registry);
     expect(await count()).toBe(3);
-    stop.abort();
-    await loop;
+    await stop();
   });
 
   it('the engine accepts the schema: the specs match it and nothing references rule_evaluations', async () => {

@@ -1,12 +1,10 @@
 // The devstack contribution: aged history the transport sweep has real work on (outbox and
 // inbox), and traffic over the HTTP API.
-import { createServer } from 'node:http';
 import { migrationTemplate } from '@craig/db';
-import { pruneTransportTables } from '@craig/mq';
+import { demoContext, expectTransportSweep, jsonStub, listenLocally } from '@craig/service-testkit';
 import { testDatabase } from '@craig/testkit';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, safetyHarness, type SafetyHarness } from '../test/harness.ts';
+import { safetyHarness, type SafetyHarness } from '../test/harness.ts';
 import { demo } from './demo.ts';
 import { SAFETY_MIGRATION_SETS } from './migrations.ts';
 
@@ -31,30 +29,20 @@ describe('safety demo', () => {
       expect(before).toMatchObject({ refs: 30, reports: 30, events: 30, pending: 5 });
       expect(before!.aged_pending).toBeGreaterThan(0);
       expect(before!.aged_inbox).toBeGreaterThan(0);
-      const result = await pruneTransportTables({ databaseUrl: db.url, service: 'safety', retention: { outboxDays: 30, inboxDays: 31 }, registry: new Registry() });
-      expect(result.outboxDeleted).toBeGreaterThan(0);
-      expect(result.inboxDeleted).toBe(before!.aged_inbox);
-      const [after] = await db.sql`select (select count(*) from event_outbox where published_at is null)::int as pending`;
-      expect(after!.pending).toBe(5);
+      await expectTransportSweep(db, 'safety', { agedInbox: before!.aged_inbox!, pending: 5 });
     } finally {
       await db.drop();
     }
   });
 
   it('tick files a report on an open case it has heard of, on some ticks only', async () => {
-    await h.app.listen({ host: '127.0.0.1', port: 0 });
-    const address = h.app.server.address();
-    const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    const base = await listenLocally(h.app);
     const caseId = '22222222-2222-4222-8222-222222222222';
     await h.deliver('case.opened', caseId);
     // urlOf('cases') is a stand-in serving the open-case list: the safety API is what is under test.
-    const cases = createServer((_req, res) => res.setHeader('content-type', 'application/json').end(JSON.stringify({ cases: [{ id: caseId }] })));
-    await new Promise<void>((resolve) => cases.listen(0, '127.0.0.1', resolve));
-    const casesAddress = cases.address();
-    const casesBase = `http://127.0.0.1:${typeof casesAddress === 'object' && casesAddress ? casesAddress.port : 0}`;
+    const cases = await jsonStub({ cases: [{ id: caseId }] });
     try {
-      const controller = new AbortController();
-      const context = (random: number) => ({ urlOf: (s: string) => (s === 'safety' ? base : s === 'cases' ? casesBase : undefined), adminToken: ADMIN_TOKEN, signal: controller.signal, random: () => random, tick: 0 });
+      const context = (random: number) => demoContext({ urls: { safety: base, cases: cases.url }, random });
       await demo.tick!(context(0.9));
       const reportsAfterQuietTick = await h.db.sql`select 1 from safety_reports`;
       expect(reportsAfterQuietTick).toHaveLength(0);
@@ -62,7 +50,7 @@ describe('safety demo', () => {
       const [filed] = await h.db.sql`select count(*)::int as n, min(case_id::text) as case_id from safety_reports`;
       expect(filed).toEqual({ n: 1, case_id: caseId });
     } finally {
-      await new Promise((resolve) => cases.close(resolve));
+      await cases.close();
     }
   });
 });

@@ -2,11 +2,12 @@
 // consuming case.* from the bus and publishing its own events there.
 import { randomUUID } from 'node:crypto';
 import { migrationTemplate } from '@craig/db';
-import { BUS_MIGRATIONS, createPostgresBusTransport, decodeEnvelope, encodeEnvelope, type EventEnvelope } from '@craig/mq';
+import { BUS_MIGRATIONS, createPostgresBusTransport, decodeEnvelope, type EventEnvelope } from '@craig/mq';
+import { ADMIN_TOKEN, caseEventBody, serviceEnv, startMain as start, waitReady } from '@craig/service-testkit';
 import { eventually, freePort, testDatabase, type TestDatabase } from '@craig/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startMain } from '../test/main-process.ts';
 
+const MAIN = new URL('./main.ts', import.meta.url);
 const dbs: TestDatabase[] = [];
 afterEach(async () => {
   await Promise.all(dbs.splice(0).map((d) => d.drop()));
@@ -20,19 +21,13 @@ describe('safety main.ts', () => {
     const seen: EventEnvelope[] = [];
     const listener = await transport.subscribe({ consumer: 'main-test.listener', patterns: ['safety.*'], maxRetries: 0 }, async (d) => void seen.push(decodeEnvelope(d.body)));
     const port = await freePort();
-    const proc = startMain({
-      CRAIG_SAFETY__DATABASE_URL: db.url,
-      CRAIG_SAFETY__BUS_DATABASE_URL: bus.url,
-      CRAIG_SAFETY__ADMIN_TOKEN: 'an-admin-token-for-tests',
-      CRAIG_SAFETY__HTTP_PORT: String(port),
-    });
+    const proc = start(MAIN, serviceEnv('safety', { databaseUrl: db.url, busDatabaseUrl: bus.url, adminToken: ADMIN_TOKEN, port }));
     try {
-      await eventually(async () => expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200), { timeoutMs: 20_000 });
+      await waitReady(port, 20_000);
       // The consumer is subscribed once the service is ready, so this case.opened reaches it.
       const caseId = randomUUID();
       const eventId = randomUUID();
-      const body = encodeEnvelope({ eventId, eventType: 'case.opened', aggregateType: 'case', aggregateId: caseId, source: 'cases', occurredAt: new Date().toISOString(), headersJson: '{}', payloadJson: JSON.stringify({ caseId }) });
-      expect(await transport.publish([{ eventId, routingKey: 'case.opened', body }])).toEqual([{ ok: true }]);
+      expect(await transport.publish([{ eventId, routingKey: 'case.opened', body: caseEventBody('case.opened', caseId, eventId) }])).toEqual([{ ok: true }]);
       let reportId = '';
       await eventually(async () => {
         const res = await fetch(`http://127.0.0.1:${port}/v1/safety-reports`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ caseId, severity: 'medium', summary: 'from main' }) });
@@ -40,9 +35,7 @@ describe('safety main.ts', () => {
         reportId = ((await res.json()) as { id: string }).id;
       }, { timeoutMs: 15_000 });
       await eventually(() => expect(seen.map((e) => [e.eventType, e.aggregateId, e.source])).toEqual([['safety.reported', reportId, 'safety']]), { timeoutMs: 15_000 });
-      proc.child.kill('SIGTERM');
-      expect(await proc.exited).toBe(0);
-      expect(proc.stoppedSteps()).toEqual(['http', 'consumer safety.cases', 'outbox worker', 'transport', 'database pool']);
+      expect(await proc.terminate()).toEqual({ code: 0, stopped: ['http', 'consumer safety.cases', 'outbox worker', 'transport', 'database pool'] });
     } finally {
       proc.child.kill('SIGKILL');
       await listener.close();

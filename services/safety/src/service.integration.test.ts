@@ -1,8 +1,9 @@
 // The safety HTTP API against a real database: a report needs a case this service heard of;
 // filing stages safety.reported in the same transaction; every refusal writes nothing.
 import { randomUUID } from 'node:crypto';
+import { expectEventAdminRoutes } from '@craig/service-testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, call, safetyHarness, type SafetyHarness } from '../test/harness.ts';
+import { call, safetyHarness, type SafetyHarness } from '../test/harness.ts';
 import { fileReport } from './report-store.ts';
 
 let h: SafetyHarness;
@@ -103,9 +104,6 @@ describe('safety API', () => {
   });
 
   it('exposes the admin replay route behind the admin token', async () => {
-    const to = new Date().toISOString();
-    const from = new Date(Date.now() - 86_400_000).toISOString();
-    expect((await h.app.inject({ method: 'POST', url: '/v1/admin/events/replay', payload: { from, to } })).statusCode).toBe(401);
-    expect((await h.app.inject({ method: 'POST', url: '/v1/admin/events/replay', payload: { from, to }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).statusCode).toBe(200);
+    await expectEventAdminRoutes(h.app, { redrive: false });
   });
 });

@@ -1,9 +1,8 @@
 // Archive-then-prune of audit_log and dead_letter_audit: aged rows go to the object store, are
 // deleted in the transaction that records them in the ledger and stages the announcement, and
 // read back once each, equal to the originals.
-import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
-import { ArchiveRunner, createArchiveEngine, readArchiveObject, readLedger } from '@craig/retention';
-import { eventually } from '@craig/testkit';
+import { readArchiveObject } from '@craig/retention';
+import { archiveEngineOn, crashAfter, expectArchiveRunGuarded, expectBatchAnnouncements, expectLedger, expectNothingArchived, startTimerLoop } from '@craig/service-testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, counterValue, HOT_WINDOW_DAYS, serviceHarness, type ServiceHarness } from '../test/harness.ts';
 import { announceArchivedBatch, ARCHIVE_BATCH_EVENT, SECURITY_ARCHIVE_SPECS } from './archive-specs.ts';
@@ -54,19 +53,10 @@ describe('security archive', () => {
     expect(await count('dead_letter_audit')).toBe(1);
     expect((await h.db.sql`select count(*)::int as n from audit_log where received_at < now() - interval '90 days'`)[0]!.n).toBe(0);
 
-    const ledger = await readLedger(h.db.sql);
-    expect(ledger.map((e) => [e.table, e.rowCount])).toEqual([['audit_log', 9], ['dead_letter_audit', 2]]);
-    expect(ledger[0]!.key).toMatch(/^archive\/security\/audit_log\/\d{4}\/\d{2}\/[0-9a-f-]{36}\.ndjson\.gz$/);
+    const ledger = await expectLedger(h.db.sql, 'security', [['audit_log', 9], ['dead_letter_audit', 2]]);
 
     // One announcement per batch, staged in its transaction: the event id is the archive id.
-    const events = await h.db.sql<{ event_id: string; event_type: string; payload: Record<string, unknown> }[]>`select event_id::text, event_type, payload from event_outbox order by id`;
-    expect(events).toEqual(
-      ledger.map((e) => ({
-        event_id: e.archiveId,
-        event_type: ARCHIVE_BATCH_EVENT,
-        payload: { archiveId: e.archiveId, table: e.table, key: e.key, rows: e.rowCount, bytes: e.bytes, sha256: e.sha256, minKey: e.minKey, maxKey: e.maxKey, minTs: expect.any(String), maxTs: expect.any(String) },
-      })),
-    );
+    await expectBatchAnnouncements(h.db.sql, ARCHIVE_BATCH_EVENT, ledger);
 
     // Read back (digest and row count verified against the ledger): each row once, equal to the original.
     const archived = await readArchiveObject(h.store, ledger[0]!);
@@ -94,47 +84,23 @@ describe('security archive', () => {
 
   it('a batch whose transaction rolls back after staging its announcement leaves no event, no ledger row, and the rows hot', async () => {
     await seed();
-    const engine = createArchiveEngine({
-      service: 'security',
-      databaseUrl: h.db.url,
-      store: h.store,
-      specs: SECURITY_ARCHIVE_SPECS,
-      hotWindowDays: HOT_WINDOW_DAYS,
-      prefix: 'archive',
-      onBatchArchived: async (tx, batch) => {
-        await announceArchivedBatch(tx, batch);
-        throw new Error('crash after staging the announcement');
-      },
-    });
+    const engine = archiveEngineOn(h, { service: 'security', specs: SECURITY_ARCHIVE_SPECS, hotWindowDays: HOT_WINDOW_DAYS, onBatchArchived: crashAfter(announceArchivedBatch) });
     const report = await engine.runCycle();
     expect(report.tables[0]).toMatchObject({ table: 'audit_log', rows: 0, outcome: 'failed' });
-    expect(await h.db.sql`select event_type from event_outbox`).toEqual([]);
-    expect(await readLedger(h.db.sql)).toEqual([]);
+    await expectNothingArchived(h.db.sql);
     expect(await count('audit_log')).toBe(12);
   });
 
   it('the admin route needs the token, and answers 409 archive_lease_held while another archiver holds the lease', async () => {
     await seed();
-    expect((await call(h.app, 'POST', '/v1/admin/archive/run')).status).toBe(401);
-    expect((await call(h.app, 'POST', '/v1/admin/archive/run', { token: 'wrong-token-wrong-token' })).status).toBe(401);
-    const held = await withDedicatedSession(h.db.url, async (other) => {
-      expect(await other.tryAdvisoryLock(LOCK_KEYS.archiveLease)).toBe(true);
-      return call(h.app, 'POST', '/v1/admin/archive/run', { token: ADMIN_TOKEN });
-    }, { service: 'other-archiver' });
-    expect(held.status).toBe(409);
-    expect(held.body.error).toMatchObject({ code: 'archive_lease_held', service: 'security', retryable: true });
+    await expectArchiveRunGuarded(h, 'security');
     expect(await count('audit_log')).toBe(12);
-    expect(await counterValue(h.registry, 'archive_cycles_total', { status: 'lease_held', trigger: 'admin' })).toBe(1);
   });
 
   it('the timer loop runs cycles until its signal aborts', async () => {
     await seed();
-    const stop = new AbortController();
-    const runner = new ArchiveRunner({ engine: h.service.engine, everyMinutes: 60, registry: h.registry, initialDelayMs: 0 });
-    const loop = runner.run(stop.signal);
-    await eventually(async () => expect(await counterValue(h.registry, 'archive_cycles_total', { status: 'completed', trigger: 'timer' })).toBe(1), { timeoutMs: 10_000 });
+    const stop = await startTimerLoop(h.service.engine, h.registry);
     expect(await count('audit_log')).toBe(3);
-    stop.abort();
-    await loop;
+    await stop();
   });
 });

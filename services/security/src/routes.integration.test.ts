@@ -1,6 +1,7 @@
 // The read API: bounded, validated, every refusal naming the parameter and its value.
+import { expectEventAdminRoutes, expectRefusedQuery, expectServiceEndpoints } from '@craig/service-testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, call, serviceHarness, type ServiceHarness } from '../test/harness.ts';
+import { call, serviceHarness, type ServiceHarness } from '../test/harness.ts';
 
 let h: ServiceHarness;
 beforeAll(async () => {
@@ -42,18 +43,9 @@ describe('GET /v1/audit', () => {
     ['eventType=case%20opened', 'eventType', 'case opened'],
     ['eventType=case..opened', 'eventType', 'case..opened'],
     ['actor=me', 'actor', 'me'],
-  ])('refuses %s with a typed 400 naming the value', async (query, parameter, value) => {
-    const res = await call(h.app, 'GET', `/v1/audit?${query}`);
-    expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: 'invalid_request', parameter, value });
-    expect(res.body.error.message).toContain(JSON.stringify(value));
-  });
+  ])('refuses %s with a typed 400 naming the value', (query, parameter, value) => expectRefusedQuery(h.app, `/v1/audit?${query}`, parameter, value));
 
-  it('refuses a repeated parameter', async () => {
-    const res = await call(h.app, 'GET', '/v1/audit?limit=1&limit=2');
-    expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: 'invalid_request', parameter: 'limit', value: ['1', '2'] });
-  });
+  it('refuses a repeated parameter', () => expectRefusedQuery(h.app, '/v1/audit?limit=1&limit=2', 'limit', ['1', '2']));
 });
 
 describe('GET /v1/dead-letters', () => {
@@ -70,16 +62,7 @@ describe('GET /v1/dead-letters', () => {
 
 describe('service endpoints', () => {
   it('serves health, readiness, metrics and the event admin routes behind the token', async () => {
-    expect((await call(h.app, 'GET', '/healthz')).body).toEqual({ status: 'ok', service: 'security' });
-    expect((await call(h.app, 'GET', '/readyz')).status).toBe(200);
-    const metrics = await h.app.inject({ method: 'GET', url: '/metrics' });
-    expect(metrics.body).toContain('archive_batches_total');
-    const replay = { from: new Date(Date.now() - 3_600_000).toISOString(), to: new Date().toISOString() };
-    expect((await h.app.inject({ method: 'POST', url: '/v1/admin/events/replay', payload: replay })).statusCode).toBe(401);
-    const ok = await h.app.inject({ method: 'POST', url: '/v1/admin/events/replay', payload: replay, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    expect(ok.statusCode).toBe(200);
-    expect(ok.json()).toMatchObject({ replayed: 0 });
-    const redrive = await h.app.inject({ method: 'POST', url: '/v1/admin/events/redrive', payload: {}, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    expect(redrive.statusCode).toBe(200);
+    await expectServiceEndpoints(h.app, 'security', 'archive_batches_total');
+    expect(await expectEventAdminRoutes(h.app, { windowMs: 3_600_000 })).toMatchObject({ replayed: 0 });
   });
 });

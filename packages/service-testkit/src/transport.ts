@@ -1,0 +1,52 @@
+import { randomBytes } from 'node:crypto';
+import { migrationTemplate } from '@craig/db';
+import { BUS_MIGRATIONS, createPostgresBusTransport, createRabbitMqTransport, type Transport } from '@craig/mq';
+import { rabbitmq, testDatabase } from '@craig/testkit';
+import { connect } from 'amqplib';
+
+export type TransportKind = 'postgres' | 'rabbitmq';
+
+/** A transport of either kind on scratch resources (its own bus database, or its own exchange). */
+export interface TestTransport {
+  readonly kind: TransportKind;
+  /** Open another client of the same transport (a producer, another consumer service). */
+  open(service: string): Promise<Transport>;
+  /** Drop the bus database, or delete the exchange, its dead-letter exchange and the named queues. */
+  drop(): Promise<void>;
+}
+
+export interface TestTransportOptions {
+  /** Names the bus database (`<name>_bus_…`) and the exchange (`craig.test.<name>.<random>`). */
+  readonly name: string;
+  /** RabbitMQ: the consumer names whose queues `drop` deletes (the dead-letter queue always is). */
+  readonly queues?: readonly string[];
+  /** PostgreSQL bus: how often a subscriber polls (default 100 ms, so tests wait little). */
+  readonly pollIntervalMs?: number;
+}
+
+export async function testTransport(kind: TransportKind, options: TestTransportOptions): Promise<TestTransport> {
+  if (kind === 'postgres') {
+    const bus = await testDatabase({ template: migrationTemplate([BUS_MIGRATIONS]), prefix: `${options.name}_bus`, max: 1 });
+    return { kind, open: (service) => createPostgresBusTransport({ url: bus.url, service, pollIntervalMs: options.pollIntervalMs ?? 100 }), drop: () => bus.drop() };
+  }
+  const url = await rabbitmq();
+  const exchange = `craig.test.${options.name}.${randomBytes(4).toString('hex')}`;
+  return {
+    kind,
+    open: (service) => createRabbitMqTransport({ url, exchange, service }),
+    drop: () => deleteRabbitMqExchange(url, exchange, options.queues ?? []),
+  };
+}
+
+/** Delete a test exchange, its dead-letter exchange, the queues of `consumers` and its dead-letter queue. */
+export async function deleteRabbitMqExchange(url: string, exchange: string, consumers: readonly string[]): Promise<void> {
+  const conn = await connect(url);
+  try {
+    const ch = await conn.createChannel();
+    for (const c of [...consumers, 'dead-letter']) await ch.deleteQueue(`${exchange}.${c}`);
+    await ch.deleteExchange(exchange);
+    await ch.deleteExchange(`${exchange}.dlx`);
+  } finally {
+    await conn.close();
+  }
+}
