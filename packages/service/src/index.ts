@@ -21,5 +21,7 @@ export { bootService, runService, loopTask, subscriptionTask, type BackgroundTas
 export { serviceCore, consumerOptions, type ServiceCore, type ServiceCoreDeps, type ServiceCoreOptions, type ConsumerDeps, type ConsumerOptions } from './service-core.ts';
 /** Parse a request part with zod; a mismatch is an `invalid_request` error naming the field and value. */
 export { parseRequest, InvalidRequestError, type RequestPart } from './validation.ts';
+/** The base of services' own errors, and query-string parsing that names every bad parameter. */
+export { ServiceError, InvalidQueryError, queryParam, refuseUnknownParams, limitParam, type QueryParams } from './errors.ts';
 /** The local view of cases (`case_refs`) that `case.*` consumers keep, and the refusals it backs. */
 export { CASE_REFS_MIGRATIONS, CASE_EVENT_PATTERNS, applyCaseEvent, requireOpenCase, caseRefStatus, CaseUnknownError, CaseClosedError, type CaseRefChange, type CaseRefStatus } from './case-refs.ts';

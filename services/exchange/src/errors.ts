@@ -1,25 +1,10 @@
-/** Errors of the exchange service, each with a stable `code` (HTTP statuses: packages/service/src/http-errors.ts). */
-export class ExchangeError extends Error {
-  readonly code: string;
-  readonly retryable: boolean;
-  constructor(code: string, message: string, options: { retryable?: boolean; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
-    this.code = code;
-    this.retryable = options.retryable ?? false;
-  }
-}
+import { ServiceError } from '@craig/service';
 
-/** A query or path parameter is malformed or out of range (`invalid_request`, 400). */
-export class InvalidQueryError extends ExchangeError {
-  readonly parameter: string;
-  readonly value: unknown;
-  constructor(parameter: string, value: unknown, problem: string) {
-    super('invalid_request', `parameter ${parameter}=${JSON.stringify(value)} ${problem}`);
-    this.parameter = parameter;
-    this.value = value;
-  }
-}
+/** A query parameter is malformed, repeated, unknown or out of range (`invalid_request`, 400). */
+export { InvalidQueryError } from '@craig/service';
+/** Errors of the exchange service, each with a stable `code` (HTTP statuses: packages/service/src/http-errors.ts). */
+export class ExchangeError extends ServiceError {}
+
 
 /** No send job has this id (`send_job_not_found`, 404). */
 export class SendJobNotFoundError extends ExchangeError {

@@ -1,39 +1,21 @@
 import type { Sql } from '@craig/db';
 import type { ArchiveRunner } from '@craig/retention';
+import { limitParam, queryParam, refuseUnknownParams, type QueryParams } from '@craig/service';
 import type { FastifyInstance } from 'fastify';
 import { InvalidQueryError, ScreeningNotFoundError } from './errors.ts';
 import { getScreening, invalidateScreening } from './screenings.ts';
 import { cancelSendJob, DEFAULT_SEND_JOB_PAGE, listSendJobs, MAX_SEND_JOB_PAGE, SEND_JOB_STATUSES, type SendJobStatus } from './send-jobs.ts';
 
-type Query = Record<string, unknown>;
-
-/** One value of a query parameter; a repeated parameter is refused by name. */
-function single(query: Query, name: string): string | undefined {
-  const value = query[name];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new InvalidQueryError(name, value, 'must be given once');
-  return value;
-}
-
-function refuseUnknown(query: Query, known: readonly string[]): void {
-  for (const name of Object.keys(query)) {
-    if (!known.includes(name)) throw new InvalidQueryError(name, query[name], `is not a parameter of this route (known: ${known.join(', ')})`);
-  }
-}
+type Query = QueryParams;
 
 /** The query of `GET /v1/send-jobs`: `status` one of the five, `limit` 1…500 (default 100). */
 export function parseSendJobQuery(query: Query): { status?: SendJobStatus; limit: number } {
-  refuseUnknown(query, ['status', 'limit']);
-  const status = single(query, 'status');
+  refuseUnknownParams(query, ['status', 'limit']);
+  const status = queryParam(query, 'status');
   if (status !== undefined && !(SEND_JOB_STATUSES as readonly string[]).includes(status)) {
     throw new InvalidQueryError('status', status, `must be one of ${SEND_JOB_STATUSES.join(', ')}`);
   }
-  const raw = single(query, 'limit');
-  let limit = DEFAULT_SEND_JOB_PAGE;
-  if (raw !== undefined) {
-    limit = /^\d{1,6}$/.test(raw) ? Number(raw) : Number.NaN;
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SEND_JOB_PAGE) throw new InvalidQueryError('limit', raw, `must be a whole number from 1 to ${MAX_SEND_JOB_PAGE}`);
-  }
+  const limit = limitParam(query, { max: MAX_SEND_JOB_PAGE, fallback: DEFAULT_SEND_JOB_PAGE });
   return { ...(status === undefined ? {} : { status: status as SendJobStatus }), limit };
 }
 

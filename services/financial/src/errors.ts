@@ -1,14 +1,6 @@
+import { ServiceError } from '@craig/service';
 /** Errors of the financial service, each with a stable `code` (HTTP statuses: packages/service/src/http-errors.ts). */
-export class FinancialError extends Error {
-  readonly code: string;
-  readonly retryable: boolean;
-  constructor(code: string, message: string, options: { retryable?: boolean; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
-    this.code = code;
-    this.retryable = options.retryable ?? false;
-  }
-}
+export class FinancialError extends ServiceError {}
 
 /** A request field or query parameter is malformed or out of range (`invalid_request`, 400). */
 export class InvalidRequestError extends FinancialError {

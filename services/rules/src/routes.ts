@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Sql } from '@craig/db';
 import type { ArchiveRunner } from '@craig/retention';
+import { limitParam, queryParam, refuseUnknownParams, type QueryParams } from '@craig/service';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidBodyError, InvalidQueryError, NotFoundError } from './errors.ts';
 import { DEFAULT_EVALUATION_PAGE, listEvaluations, MAX_EVALUATION_PAGE, OUTCOMES, type EvaluationQuery } from './evaluation-store.ts';
@@ -15,41 +16,23 @@ const ISO_DATE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]
 /** A rule set's name (the schema's check says the same). */
 export const RULE_SET_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
-type Query = Record<string, unknown>;
-
-/** One value of a query parameter; a repeated parameter is refused by name. */
-function single(query: Query, name: string): string | undefined {
-  const value = query[name];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new InvalidQueryError(name, value, 'must be given once');
-  return value;
-}
-
-function refuseUnknown(query: Query, known: readonly string[]): void {
-  for (const name of Object.keys(query)) {
-    if (!known.includes(name)) throw new InvalidQueryError(name, query[name], `is not a parameter of this route (known: ${known.join(', ')})`);
-  }
-}
+type Query = QueryParams;
 
 /** `limit`: a whole number 1…MAX_EVALUATION_PAGE, default DEFAULT_EVALUATION_PAGE. */
 export function parseLimit(query: Query): number {
-  const raw = single(query, 'limit');
-  if (raw === undefined) return DEFAULT_EVALUATION_PAGE;
-  const n = /^\d{1,6}$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isInteger(n) || n < 1 || n > MAX_EVALUATION_PAGE) throw new InvalidQueryError('limit', raw, `must be a whole number from 1 to ${MAX_EVALUATION_PAGE}`);
-  return n;
+  return limitParam(query, { max: MAX_EVALUATION_PAGE, fallback: DEFAULT_EVALUATION_PAGE });
 }
 
 /** The query of `GET /v1/evaluations`, validated: every problem names the parameter and its value. */
 export function parseEvaluationQuery(query: Query): EvaluationQuery {
-  refuseUnknown(query, ['eventType', 'outcome', 'since', 'limit']);
-  const eventType = single(query, 'eventType');
+  refuseUnknownParams(query, ['eventType', 'outcome', 'since', 'limit']);
+  const eventType = queryParam(query, 'eventType');
   if (eventType !== undefined && (eventType.length > MAX_EVENT_TYPE || !EVENT_TYPE.test(eventType))) {
     throw new InvalidQueryError('eventType', eventType, 'must be an event type: dot-separated words of letters, digits, "_" or "-"');
   }
-  const outcome = single(query, 'outcome');
+  const outcome = queryParam(query, 'outcome');
   if (outcome !== undefined && !(OUTCOMES as readonly string[]).includes(outcome)) throw new InvalidQueryError('outcome', outcome, `must be one of ${OUTCOMES.join(', ')}`);
-  const sinceRaw = single(query, 'since');
+  const sinceRaw = queryParam(query, 'since');
   let since: Date | undefined;
   if (sinceRaw !== undefined) {
     since = ISO_DATE.test(sinceRaw) ? new Date(sinceRaw) : undefined;

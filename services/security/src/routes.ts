@@ -1,4 +1,5 @@
 import type { Sql } from '@craig/db';
+import { limitParam, queryParam, refuseUnknownParams, type QueryParams } from '@craig/service';
 import type { FastifyInstance } from 'fastify';
 import type { ArchiveRunner } from '@craig/retention';
 import { DEFAULT_AUDIT_PAGE, listAudit, listDeadLetters, MAX_AUDIT_PAGE, type AuditQuery } from './audit-store.ts';
@@ -8,39 +9,21 @@ const EVENT_TYPE = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 const MAX_EVENT_TYPE = 255;
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?$/;
 
-type Query = Record<string, unknown>;
-
-/** One value of a query parameter; a repeated parameter is refused by name. */
-function single(query: Query, name: string): string | undefined {
-  const value = query[name];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new InvalidQueryError(name, value, 'must be given once');
-  return value;
-}
-
-function refuseUnknown(query: Query, known: readonly string[]): void {
-  for (const name of Object.keys(query)) {
-    if (!known.includes(name)) throw new InvalidQueryError(name, query[name], `is not a parameter of this route (known: ${known.join(', ')})`);
-  }
-}
+type Query = QueryParams;
 
 /** `limit`: a whole number 1…MAX_AUDIT_PAGE, default DEFAULT_AUDIT_PAGE. */
 export function parseLimit(query: Query): number {
-  const raw = single(query, 'limit');
-  if (raw === undefined) return DEFAULT_AUDIT_PAGE;
-  const n = /^\d{1,6}$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isInteger(n) || n < 1 || n > MAX_AUDIT_PAGE) throw new InvalidQueryError('limit', raw, `must be a whole number from 1 to ${MAX_AUDIT_PAGE}`);
-  return n;
+  return limitParam(query, { max: MAX_AUDIT_PAGE, fallback: DEFAULT_AUDIT_PAGE });
 }
 
 /** The query of `GET /v1/audit`, validated: every problem names the parameter and its value. */
 export function parseAuditQuery(query: Query): AuditQuery {
-  refuseUnknown(query, ['eventType', 'since', 'limit']);
-  const eventType = single(query, 'eventType');
+  refuseUnknownParams(query, ['eventType', 'since', 'limit']);
+  const eventType = queryParam(query, 'eventType');
   if (eventType !== undefined && (eventType.length > MAX_EVENT_TYPE || !EVENT_TYPE.test(eventType))) {
     throw new InvalidQueryError('eventType', eventType, 'must be an event type: dot-separated words of letters, digits, "_" or "-"');
   }
-  const sinceRaw = single(query, 'since');
+  const sinceRaw = queryParam(query, 'since');
   let since: Date | undefined;
   if (sinceRaw !== undefined) {
     since = ISO_DATE.test(sinceRaw) ? new Date(sinceRaw) : undefined;
@@ -55,7 +38,7 @@ export function registerRoutes(app: FastifyInstance, deps: { readonly sql: Sql; 
 
   app.get('/v1/dead-letters', async (request) => {
     const query = request.query as Query;
-    refuseUnknown(query, ['limit']);
+    refuseUnknownParams(query, ['limit']);
     return { deadLetters: await listDeadLetters(deps.sql, parseLimit(query)) };
   });
 
