@@ -94,6 +94,9 @@ export {
   type LocalSweepStatus,
 } from './local-sweep.ts';
 
+/** The timer loop the service-local sweeps and the archive runner run on. */
+export { runEvery } from './every.ts';
+
 /** The cap latch kept in the database (`prune_latch`), reusable by service-local sweeps. */
 export { readPruneLatches, latchPrune, resumePrune, type PruneLatch } from './prune-latch.ts';
 

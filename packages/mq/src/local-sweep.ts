@@ -2,6 +2,7 @@ import { withDedicatedSession, type Sql } from '@craig/db';
 import pino, { type Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { POLL_INTERVAL_MS, PRUNE_EVERY_TICKS, pruneJitter } from './cadence.ts';
+import { runEvery } from './every.ts';
 import { mqMetrics } from './metrics.ts';
 import { readPruneLatches, latchPrune, type PruneLatch } from './prune-latch.ts';
 import { PRUNE_CYCLE_CAP, pruneTable, type PruneBatch, type PruneTarget } from './prune-table.ts';
@@ -218,16 +219,13 @@ export class LocalSweepRunner {
     const every = this.options.everyMs ?? PRUNE_EVERY_TICKS * POLL_INTERVAL_MS;
     const first = this.options.initialDelayMs ?? pruneJitter(`${this.definition.service}:${this.definition.name}`, PRUNE_EVERY_TICKS) * POLL_INTERVAL_MS;
     this.logger.info({ windowDays: this.options.windowDays, everyMs: every, firstInMs: first }, 'local sweep started');
-    await sleep(first, signal);
-    while (!signal.aborted) {
-      const started = Date.now();
-      try {
-        await this.cycle('timer', signal);
-      } catch {
-        // Logged by the sweep; the next cycle tries again. A failed batch deletes nothing.
-      }
-      await sleep(Math.max(0, every - (Date.now() - started)), signal);
-    }
+    await runEvery(
+      signal,
+      { firstMs: first, everyMs: every },
+      () => this.cycle('timer', signal),
+      // Logged by the sweep; the next cycle tries again. A failed batch deletes nothing.
+      () => undefined,
+    );
   }
 
   private async cycle(trigger: 'timer' | 'admin', signal: AbortSignal | undefined): Promise<LocalSweepResult> {
@@ -242,17 +240,4 @@ export class LocalSweepRunner {
       throw error;
     }
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

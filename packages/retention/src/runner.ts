@@ -1,4 +1,5 @@
 import type { ArchiveEngine, CycleReport } from './engine.ts';
+import { runEvery } from '@craig/mq';
 import pino, { type Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { ArchiveLeaseHeldError } from './errors.ts';
@@ -56,17 +57,13 @@ export class ArchiveRunner {
 
   /** The timer loop, until `signal` aborts (the cycle in flight is aborted between batches). */
   async run(signal: AbortSignal): Promise<void> {
-    await sleep(this.options.initialDelayMs ?? 5_000, signal);
-    while (!signal.aborted) {
-      const started = Date.now();
-      try {
-        await this.cycle('timer', signal);
-      } catch (error) {
-        // Logged and retried at the next interval: the rows stay hot, nothing is lost.
-        this.logger.error({ err: error }, 'archive cycle failed');
-      }
-      await sleep(Math.max(0, this.options.everyMinutes * 60_000 - (Date.now() - started)), signal);
-    }
+    await runEvery(
+      signal,
+      { firstMs: this.options.initialDelayMs ?? 5_000, everyMs: this.options.everyMinutes * 60_000 },
+      () => this.cycle('timer', signal),
+      // Logged and retried at the next interval: the rows stay hot, nothing is lost.
+      (error) => this.logger.error({ err: error }, 'archive cycle failed'),
+    );
   }
 
   private async cycle(trigger: 'timer' | 'admin', signal: AbortSignal | undefined): Promise<CycleReport> {
@@ -79,17 +76,4 @@ export class ArchiveRunner {
       throw error;
     }
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
