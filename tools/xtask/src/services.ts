@@ -1,7 +1,6 @@
 import { isServiceName, SERVICE_PROFILES, type ServiceProfile, type ServiceSettings } from '@craig/settings';
 import type { MigrationSet } from '@craig/db';
-import type { Sql } from '@craig/db';
-import { MQ_MIGRATIONS, previewLocalSweep, runLocalSweep, type LocalSweepDefinition, type PruneLatch, type RetentionSpec } from '@craig/mq';
+import { MQ_MIGRATIONS, type LocalSweepDefinition, type RetentionSpec } from '@craig/mq';
 import type { ArchiveSpec } from '@craig/retention';
 import { CASES_MIGRATION_SETS } from '@craig/svc-cases';
 import { financialMigrationSets, reconcileRetentionSpecs, RECONCILE_SWEEP } from '@craig/svc-financial';
@@ -32,34 +31,20 @@ export interface ServiceEntry {
    */
   readonly invariants?: (settings: ServiceSettings) => readonly RetentionSpec[];
   /**
-   * Service-local terminal-state sweeps beside the transport sweep (`pnpm xtask prune
-   * <service>` runs, previews and resumes them by their latch target).
+   * Service-local terminal-state sweeps beside the transport sweep, with their windows from the
+   * settings (`pnpm xtask prune <service>` runs, previews and resumes them by name).
    */
-  readonly localSweeps?: (settings: ServiceSettings) => readonly LocalSweep[];
+  readonly localSweeps?: (settings: ServiceSettings) => readonly LocalSweepOf[];
 }
 
-/** What a local sweep's cycle did, in the words of the transport sweep's table results. */
-export interface LocalSweepRun {
-  readonly status: 'pruned' | 'disabled' | 'latched' | 'capped' | 'aborted' | 'skipped';
-  readonly deleted: number;
-  readonly batches: number;
-  readonly latch?: PruneLatch;
-}
-
-/** A service-local sweep as xtask drives it. */
-export interface LocalSweep {
-  /** Its `prune_latch` target (`--resume <target>`), usually the table it sweeps. */
-  readonly target: string;
-  /** Its window in days; 0 disables it. */
+/** A service-local sweep (`runLocalSweep` from @craig/mq) and its window in days (0: disabled). */
+export interface LocalSweepOf {
+  readonly definition: LocalSweepDefinition;
   readonly windowDays: number;
-  /** One cycle now, under the sweep's own advisory lock (held elsewhere: `skipped`). */
-  run(options: { readonly databaseUrl: string; readonly service: string; readonly signal?: AbortSignal }): Promise<LocalSweepRun>;
-  /** What a cycle would delete now; deletes nothing. */
-  preview(sql: Sql): Promise<{ readonly disabled: boolean; readonly latch: PruneLatch | undefined; readonly eligible: number; readonly wouldDelete: number; readonly wouldLatch: boolean }>;
 }
 
 /** The entry's local sweeps for these settings (none for most services). */
-export function localSweepsOf(entry: ServiceEntry, settings: ServiceSettings): readonly LocalSweep[] {
+export function localSweepsOf(entry: ServiceEntry, settings: ServiceSettings): readonly LocalSweepOf[] {
   return entry.localSweeps?.(settings) ?? [];
 }
 
@@ -104,26 +89,16 @@ export function builtInArchiveSpecs(service: string): readonly ArchiveSpec[] | u
   return undefined;
 }
 
-/** A service-local sweep (`@craig/mq` `runLocalSweep`) as xtask drives it, for a window in days. */
-function localSweep(definition: LocalSweepDefinition, days: number): LocalSweep {
-  return {
-    target: definition.name,
-    windowDays: days,
-    run: ({ databaseUrl, service, signal }) => runLocalSweep(definition, { databaseUrl, windowDays: days, applicationName: `${service}:${definition.name}-sweep`, ...(signal ? { signal } : {}) }),
-    preview: (sql) => previewLocalSweep(sql, definition, days),
-  };
-}
-
 /** Financial's sweep of settled reconcile rows and its invariant. */
 const financialExtras: Pick<ServiceEntry, 'invariants' | 'localSweeps'> = {
   invariants: (settings) => reconcileRetentionSpecs(settings.reconcile?.settledRetentionDays ?? 0),
-  localSweeps: (settings) => [localSweep(RECONCILE_SWEEP, settings.reconcile?.settledRetentionDays ?? 0)],
+  localSweeps: (settings) => [{ definition: RECONCILE_SWEEP, windowDays: settings.reconcile?.settledRetentionDays ?? 0 }],
 };
 
 /** Exchange's sweep of finished send jobs and its invariant. */
 const exchangeExtras: Pick<ServiceEntry, 'invariants' | 'localSweeps'> = {
   invariants: (settings) => [sendJobRetentionSpec(settings.sendJobs?.retentionDays ?? 0)],
-  localSweeps: (settings) => [localSweep(SEND_JOB_SWEEP, settings.sendJobs?.retentionDays ?? 0)],
+  localSweeps: (settings) => [{ definition: SEND_JOB_SWEEP, windowDays: settings.sendJobs?.retentionDays ?? 0 }],
 };
 
 export function knownServiceNames(): string[] {

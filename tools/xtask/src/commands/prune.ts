@@ -1,9 +1,9 @@
 import { createClient } from '@craig/db';
-import { previewTransportPrune, pruneTransportTables, resumePrune, TRANSPORT_TABLES, type PruneLatch, type TablePrunePreview, type TablePruneStatus } from '@craig/mq';
+import { previewLocalSweep, previewTransportPrune, pruneTransportTables, resumePrune, runLocalSweep, TRANSPORT_TABLES, type LocalSweepStatus, type PruneLatch, type TablePrunePreview, type TablePruneStatus } from '@craig/mq';
 import { loadServiceSettings } from '@craig/settings';
 import pino from 'pino';
 import { parseArgs, UsageError, writeLine, type Command } from '../command.ts';
-import { knownServiceNames, localSweepsOf, serviceEntry, type LocalSweepRun } from '../services.ts';
+import { knownServiceNames, localSweepsOf, serviceEntry } from '../services.ts';
 
 export const pruneCommand: Command = {
   name: 'prune',
@@ -34,7 +34,7 @@ service does.
     if (!entry) throw new UsageError(`unknown service "${name}" (known: ${knownServiceNames().join(', ')})`);
     const settings = loadServiceSettings(entry.profile, ctx.env);
     const locals = localSweepsOf(entry, settings);
-    const targets = [...TRANSPORT_TABLES, ...locals.map((l) => l.target)];
+    const targets = [...TRANSPORT_TABLES, ...locals.map((l) => l.definition.name)];
     if (resume !== undefined && !targets.includes(resume)) throw new UsageError(`--resume takes ${orList(targets)}, not "${resume}"`);
     const { retention } = settings;
     const service = `${name}:xtask`;
@@ -53,9 +53,9 @@ service does.
           );
           return 0;
         }
-        writeLine(ctx.stdout, `${name}: dry run (outbox window ${retention.outboxDays} d, inbox window ${retention.inboxDays} d${locals.map((l) => `, ${l.target} window ${l.windowDays} d`).join('')}; nothing deleted)`);
+        writeLine(ctx.stdout, `${name}: dry run (outbox window ${retention.outboxDays} d, inbox window ${retention.inboxDays} d${locals.map((l) => `, ${l.definition.name} window ${l.windowDays} d`).join('')}; nothing deleted)`);
         const previews: Array<Omit<TablePrunePreview, 'table'> & { readonly table: string }> = [...(await previewTransportPrune(sql, retention))];
-        for (const local of locals) previews.push({ table: local.target, ...(await local.preview(sql)) });
+        for (const local of locals) previews.push({ table: local.definition.name, ...(await previewLocalSweep(sql, local.definition, local.windowDays)) });
         for (const t of previews) {
           const state = t.disabled
             ? 'disabled (window 0)'
@@ -79,8 +79,9 @@ service does.
     }
     for (const local of locals) {
       if (ctx.signal?.aborted) break;
-      const run = await local.run({ databaseUrl: settings.databaseUrl, service, ...(ctx.signal ? { signal: ctx.signal } : {}) });
-      writeLine(ctx.stdout, `  ${local.target.padEnd(width)}  ${describe(name, { table: local.target, ...run })} (window ${local.windowDays} d)`);
+      const table = local.definition.name;
+      const run = await runLocalSweep(local.definition, { databaseUrl: settings.databaseUrl, windowDays: local.windowDays, applicationName: `${service}:${table}-sweep`, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+      writeLine(ctx.stdout, `  ${table.padEnd(width)}  ${describe(name, { table, ...run })} (window ${local.windowDays} d)`);
     }
     return 0;
   },
@@ -90,7 +91,7 @@ function orList(items: readonly string[]): string {
   return items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} or ${items.at(-1)}`;
 }
 
-function describe(service: string, t: { readonly table: string; readonly status: TablePruneStatus | LocalSweepRun['status']; readonly deleted: number; readonly batches: number; readonly latch?: PruneLatch | undefined }): string {
+function describe(service: string, t: { readonly table: string; readonly status: TablePruneStatus | LocalSweepStatus; readonly deleted: number; readonly batches: number; readonly latch?: PruneLatch | undefined }): string {
   switch (t.status) {
     case 'pruned':
       return `pruned ${t.deleted} rows in ${t.batches} batches`;
