@@ -53,7 +53,7 @@ export { createTransport, type TransportChoice } from './create-transport.ts';
 export { inboxHandler, startConsumer, type ConsumerOptions, type EventHandler, type InboxOptions } from './inbox.ts';
 
 /** The outbox worker: drain, prune, gauges, the loop; `spawnOutboxWorker` for services. */
-export { OutboxWorker, spawnOutboxWorker, type DrainResult, type OutboxWorkerOptions, type SpawnedOutboxWorker } from './outbox-worker.ts';
+export { OutboxWorker, outboxBacklog, spawnOutboxWorker, type DrainResult, type OutboxWorkerOptions, type SpawnedOutboxWorker } from './outbox-worker.ts';
 
 /** The loop's cadence: a tick per second, a prune cycle per hour, a per-service phase. */
 export { POLL_INTERVAL_MS, PRUNE_EVERY_TICKS, pruneJitter } from './cadence.ts';

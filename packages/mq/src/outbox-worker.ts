@@ -161,17 +161,15 @@ export class OutboxWorker {
 
   /** Count pending and parked rows into `event_outbox_pending` / `event_outbox_parked`. */
   async refreshGauges(): Promise<{ pending: number; parked: number }> {
-    const [row] = await this.options.sql<{ pending: number; parked: number }[]>`
-      select (select count(*) from event_outbox where published_at is null and parked_at is null)::int as pending,
-             (select count(*) from event_outbox where parked_at is not null)::int as parked`;
-    this.metrics.outboxPending.set(row!.pending);
-    this.metrics.outboxParked.set(row!.parked);
+    const row = await outboxBacklog(this.options.sql);
+    this.metrics.outboxPending.set(row.pending);
+    this.metrics.outboxParked.set(row.parked);
     // Best effort: a transport that is down keeps the last value.
     await this.options.transport.deadLetterCount().then(
       (n) => this.metrics.deadLetters.set(n),
       () => undefined,
     );
-    return row!;
+    return row;
   }
 
   /**
@@ -239,4 +237,12 @@ export interface SpawnedOutboxWorker {
 export function spawnOutboxWorker(options: OutboxWorkerOptions & { readonly signal: AbortSignal }): SpawnedOutboxWorker {
   const worker = new OutboxWorker(options);
   return { worker, stopped: worker.run(options.signal) };
+}
+
+/** Outbox rows not yet delivered: `pending` (the worker will publish them) and `parked` (it never will, until redriven). */
+export async function outboxBacklog(sql: Sql): Promise<{ pending: number; parked: number }> {
+  const [row] = await sql<{ pending: number; parked: number }[]>`
+    select (select count(*) from event_outbox where published_at is null and parked_at is null)::int as pending,
+           (select count(*) from event_outbox where parked_at is not null)::int as parked`;
+  return row!;
 }

@@ -1,6 +1,6 @@
 import { cleanupRetentionSpecs } from '@craig/cleanup';
 import { createClient } from '@craig/db';
-import { readPruneLatches, retentionOverrun, transportRetentionSpecs, type RetentionSpec } from '@craig/mq';
+import { outboxBacklog, readPruneLatches, retentionOverrun, transportRetentionSpecs, type RetentionSpec } from '@craig/mq';
 import { archiveRetentionSpecs } from '@craig/retention';
 import { loadServiceSettings } from '@craig/settings';
 import { parseArgs, UsageError, writeLine, type Command } from '../command.ts';
@@ -74,12 +74,12 @@ A window of 0 (sweep disabled) holds trivially. Exit 0 when all hold, 1 when any
             ? 'no sweep latched'
             : latches.map((l) => `${l.target} latched since ${l.latchedAt.toISOString()}: pnpm xtask prune ${name} --resume ${l.target}`).join('; '),
       });
-      const [parked] = await sql<{ n: number }[]>`select count(*)::int as n from event_outbox where parked_at is not null`;
+      const { parked } = await outboxBacklog(sql);
       results.push({
         name: 'event_outbox_parked',
-        ok: parked!.n === 0,
-        rows: parked!.n,
-        detail: parked!.n === 0 ? 'nothing parked' : `${parked!.n} parked rows never delivered: POST /v1/admin/events/redrive`,
+        ok: parked === 0,
+        rows: parked,
+        detail: parked === 0 ? 'nothing parked' : `${parked} parked rows never delivered: POST /v1/admin/events/redrive`,
       });
     } finally {
       await sql.end({ timeout: 5 });
