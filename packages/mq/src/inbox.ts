@@ -2,6 +2,7 @@ import type { Sql, TransactionSql } from '@craig/db';
 import pino, { type Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { decodeEnvelope, type EventEnvelope } from './envelope.ts';
+import { perRegistry } from './metrics.ts';
 import type { Delivery, Subscription, SubscribeOptions, Transport } from './transport.ts';
 
 /** A consumer's handler: runs in the same transaction as the inbox dedup insert. */
@@ -16,16 +17,7 @@ export interface InboxOptions {
   readonly logger?: Logger;
 }
 
-const counters = new WeakMap<Registry, Counter<'consumer' | 'outcome'>>();
-
-function inboxCounter(registry: Registry): Counter<'consumer' | 'outcome'> {
-  let counter = counters.get(registry);
-  if (!counter) {
-    counter = new Counter({ name: 'event_inbox_deliveries_total', help: 'Deliveries seen by inbox consumers, by outcome (handled, duplicate, failed).', labelNames: ['consumer', 'outcome'], registers: [registry] });
-    counters.set(registry, counter);
-  }
-  return counter;
-}
+const inboxCounter = perRegistry((registry): Counter<'consumer' | 'outcome'> => new Counter({ name: 'event_inbox_deliveries_total', help: 'Deliveries seen by inbox consumers, by outcome (handled, duplicate, failed).', labelNames: ['consumer', 'outcome'], registers: [registry] }));
 
 /**
  * Wrap a handler with the inbox: in ONE transaction, insert the dedup record

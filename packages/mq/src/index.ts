@@ -110,4 +110,4 @@ export { redriveParked, type ParkReason, type RedriveOptions, type RedriveResult
 export { retentionOverrun, defineRetentionSpec, transportRetentionSpecs, OVERRUN_GRACE_HOURS, type RetentionOverrun, type RetentionSpec } from './retention-overrun.ts';
 
 /** The package's prom-client metrics on an injected registry. */
-export { mqMetrics, type MqMetrics } from './metrics.ts';
+export { mqMetrics, perRegistry, type MqMetrics } from './metrics.ts';

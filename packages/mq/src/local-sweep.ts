@@ -3,7 +3,7 @@ import pino, { type Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { POLL_INTERVAL_MS, PRUNE_EVERY_TICKS, pruneJitter } from './cadence.ts';
 import { runEvery } from './every.ts';
-import { mqMetrics } from './metrics.ts';
+import { mqMetrics, perRegistry } from './metrics.ts';
 import { readPruneLatches, latchPrune, type PruneLatch } from './prune-latch.ts';
 import { PRUNE_CYCLE_CAP, pruneTable, type PruneBatch, type PruneTarget } from './prune-table.ts';
 
@@ -180,20 +180,12 @@ export interface LocalSweepRunnerOptions extends Omit<LocalSweepOptions, 'signal
   readonly initialDelayMs?: number;
 }
 
-const counters = new WeakMap<Registry, Counter<'sweep' | 'status' | 'trigger'>>();
-function cycleCounter(registry: Registry): Counter<'sweep' | 'status' | 'trigger'> {
-  let counter = counters.get(registry);
-  if (!counter) {
-    counter = new Counter({
-      name: 'local_sweep_cycles_total',
-      help: 'Service-local sweep cycles started by this process, by sweep, status (pruned, disabled, skipped, latched, capped, aborted, failed) and trigger (timer, admin).',
-      labelNames: ['sweep', 'status', 'trigger'],
-      registers: [registry],
-    });
-    counters.set(registry, counter);
-  }
-  return counter;
-}
+const cycleCounter = perRegistry((registry): Counter<'sweep' | 'status' | 'trigger'> => new Counter({
+  name: 'local_sweep_cycles_total',
+  help: 'Service-local sweep cycles started by this process, by sweep, status (pruned, disabled, skipped, latched, capped, aborted, failed) and trigger (timer, admin).',
+  labelNames: ['sweep', 'status', 'trigger'],
+  registers: [registry],
+}));
 
 /** Runs a local sweep on its own timer, and once on demand (a service's admin route). */
 export class LocalSweepRunner {

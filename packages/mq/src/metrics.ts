@@ -20,6 +20,22 @@ export interface MqMetrics {
   readonly outboxPublishFailures: Counter<'kind'>;
 }
 
+/**
+ * `create` memoized per registry: a metric registers once on a registry, however many workers,
+ * consumers or runners of one process share it (prom-client refuses a second registration).
+ */
+export function perRegistry<T>(create: (registry: Registry) => T): (registry: Registry) => T {
+  const made = new WeakMap<Registry, T>();
+  return (registry) => {
+    let value = made.get(registry);
+    if (value === undefined) {
+      value = create(registry);
+      made.set(registry, value);
+    }
+    return value;
+  };
+}
+
 const byRegistry = new WeakMap<Registry, MqMetrics>();
 
 /** The package's metrics on `registry` (created on first use; the same objects after). */

@@ -1,5 +1,5 @@
 import type { ArchiveEngine, CycleReport } from './engine.ts';
-import { runEvery } from '@craig/mq';
+import { perRegistry, runEvery } from '@craig/mq';
 import pino, { type Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { ArchiveLeaseHeldError } from './errors.ts';
@@ -14,20 +14,12 @@ export interface ArchiveRunnerOptions {
   readonly initialDelayMs?: number;
 }
 
-const counters = new WeakMap<Registry, Counter<'status' | 'trigger'>>();
-function cycleCounter(registry: Registry): Counter<'status' | 'trigger'> {
-  let counter = counters.get(registry);
-  if (!counter) {
-    counter = new Counter({
-      name: 'archive_cycles_total',
-      help: 'Archive cycles started by this process, by status (completed, lease_held, aborted, failed) and trigger (timer, admin).',
-      labelNames: ['status', 'trigger'],
-      registers: [registry],
-    });
-    counters.set(registry, counter);
-  }
-  return counter;
-}
+const cycleCounter = perRegistry((registry): Counter<'status' | 'trigger'> => new Counter({
+  name: 'archive_cycles_total',
+  help: 'Archive cycles started by this process, by status (completed, lease_held, aborted, failed) and trigger (timer, admin).',
+  labelNames: ['status', 'trigger'],
+  registers: [registry],
+}));
 
 /**
  * Runs the archive engine every ARCHIVE_EVERY_MINUTES, and once on demand (a service's admin

@@ -1,4 +1,5 @@
 import type { Sql } from '@craig/db';
+import { perRegistry } from '@craig/mq';
 import { setTimeout as delay } from 'node:timers/promises';
 import pino, { type Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
@@ -30,15 +31,7 @@ export interface WorkerStep {
   readonly runsFailed: number;
 }
 
-const counters = new WeakMap<Registry, Counter<'table' | 'status'>>();
-function transitionCounter(registry: Registry): Counter<'table' | 'status'> {
-  let counter = counters.get(registry);
-  if (!counter) {
-    counter = new Counter({ name: 'exchange_transitions_total', help: 'Rows the exchange worker moved, by table and the status they reached.', labelNames: ['table', 'status'], registers: [registry] });
-    counters.set(registry, counter);
-  }
-  return counter;
-}
+const transitionCounter = perRegistry((registry): Counter<'table' | 'status'> => new Counter({ name: 'exchange_transitions_total', help: 'Rows the exchange worker moved, by table and the status they reached.', labelNames: ['table', 'status'], registers: [registry] }));
 
 /**
  * The simulated exchange with the outside world, deterministic so tests and the devstack can

@@ -1,5 +1,5 @@
 import type { Sql } from '@craig/db';
-import { startConsumer, type Subscription, type Transport } from '@craig/mq';
+import { perRegistry, startConsumer, type Subscription, type Transport } from '@craig/mq';
 import pino, { type Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { recordEvaluation } from './evaluation-store.ts';
@@ -21,15 +21,7 @@ export interface EvaluateConsumerOptions {
   readonly retryDelayMs?: (attempt: number) => number;
 }
 
-const counters = new WeakMap<Registry, Counter<'outcome'>>();
-function outcomeCounter(registry: Registry): Counter<'outcome'> {
-  let counter = counters.get(registry);
-  if (!counter) {
-    counter = new Counter({ name: 'rules_evaluations_total', help: 'Events evaluated by rules.evaluate, by outcome (pass, flag, block).', labelNames: ['outcome'], registers: [registry] });
-    counters.set(registry, counter);
-  }
-  return counter;
-}
+const outcomeCounter = perRegistry((registry): Counter<'outcome'> => new Counter({ name: 'rules_evaluations_total', help: 'Events evaluated by rules.evaluate, by outcome (pass, flag, block).', labelNames: ['outcome'], registers: [registry] }));
 
 /**
  * Subscribe `rules.evaluate` to case, placement and safety events: one `rule_evaluations` row

@@ -1,5 +1,5 @@
 import type { Sql } from '@craig/db';
-import { startConsumer, type Subscription, type Transport } from '@craig/mq';
+import { perRegistry, startConsumer, type Subscription, type Transport } from '@craig/mq';
 import pino, { type Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { recordDeadLetter, recordEvent } from './audit-store.ts';
@@ -28,15 +28,7 @@ export interface AuditConsumers {
   close(options?: { readonly graceMs?: number }): Promise<void>;
 }
 
-const counters = new WeakMap<Registry, Counter<'outcome'>>();
-function deadLetterCounter(registry: Registry): Counter<'outcome'> {
-  let counter = counters.get(registry);
-  if (!counter) {
-    counter = new Counter({ name: 'security_dead_letters_total', help: 'Dead letters consumed from the dead-letter queue, by outcome (recorded, duplicate).', labelNames: ['outcome'], registers: [registry] });
-    counters.set(registry, counter);
-  }
-  return counter;
-}
+const deadLetterCounter = perRegistry((registry): Counter<'outcome'> => new Counter({ name: 'security_dead_letters_total', help: 'Dead letters consumed from the dead-letter queue, by outcome (recorded, duplicate).', labelNames: ['outcome'], registers: [registry] }));
 
 /**
  * Subscribe the audit consumer to `#` (one `audit_log` row per event, in the inbox transaction)
