@@ -88,13 +88,15 @@ export function serviceCore(service: string, deps: ServiceCoreDeps, options: Ser
   return { app, outbox, logger };
 }
 
-/** What {@link consumerOptions} returns. */
+/** What {@link consumerOptions} returns, and what every service's `start…Consumer` takes. */
 export interface ConsumerOptions {
   readonly transport: Transport;
+  /** The service's own pool (its inbox and the handler's writes). */
   readonly sql: Sql;
+  /** INBOX_MAX_RETRIES: retries of a failed handler before the event is dead-lettered. */
   readonly maxRetries: number;
   readonly registry: Registry;
-  readonly logger: Logger;
+  readonly logger?: Logger;
   readonly prefetch?: number;
   readonly retryDelayMs?: (attempt: number) => number;
 }

@@ -1,7 +1,7 @@
-import type { TransactionSql, Sql } from '@craig/db';
-import { InvalidEventError, startConsumer, type EventEnvelope, type Subscription, type Transport } from '@craig/mq';
-import pino, { type Logger } from 'pino';
-import type { Registry } from 'prom-client';
+import type { ConsumerOptions } from '@craig/service';
+import type { TransactionSql } from '@craig/db';
+import { InvalidEventError, startConsumer, type EventEnvelope, type Subscription } from '@craig/mq';
+import pino from 'pino';
 import { startScreening } from './screenings.ts';
 import { queueSendJob } from './send-jobs.ts';
 
@@ -54,17 +54,8 @@ export async function onCaseOpened(tx: TransactionSql, event: EventEnvelope): Pr
   await startScreening(tx, { caseId: opened.caseId, personRefs: opened.personRefs });
 }
 
-export interface CasesConsumerOptions {
-  readonly transport: Transport;
-  /** The exchange database's pool. */
-  readonly sql: Sql;
-  /** Settings INBOX_MAX_RETRIES. */
-  readonly maxRetries: number;
-  readonly registry: Registry;
-  readonly logger?: Logger;
-  readonly prefetch?: number;
-  readonly retryDelayMs?: (attempt: number) => number;
-}
+/** The transport, pool, retries, registry and logger (`consumerOptions(deps, logger)` from @craig/service). */
+export type CasesConsumerOptions = ConsumerOptions;
 
 /** Subscribe `exchange.cases` to `case.opened` with the inbox-wrapped {@link onCaseOpened}. */
 export function startCasesConsumer(options: CasesConsumerOptions): Promise<Subscription> {

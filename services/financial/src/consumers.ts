@@ -1,24 +1,13 @@
-import type { Sql } from '@craig/db';
-import { startConsumer, type Subscription, type Transport } from '@craig/mq';
-import type { Logger } from 'pino';
-import type { Registry } from 'prom-client';
+import type { ConsumerOptions } from '@craig/service';
+import { startConsumer, type Subscription } from '@craig/mq';
 import { enqueueFromEvent } from './reconcile-store.ts';
 
 /** The inbox consumer that feeds the reconcile queue. */
 export const PLACEMENTS_CONSUMER = 'financial.placements';
 export const PLACEMENT_PATTERNS: readonly string[] = Object.freeze(['placement.*']);
 
-export interface PlacementConsumerOptions {
-  readonly transport: Transport;
-  /** The financial database's pool. */
-  readonly sql: Sql;
-  /** Settings INBOX_MAX_RETRIES. */
-  readonly maxRetries: number;
-  readonly registry: Registry;
-  readonly logger?: Logger;
-  readonly prefetch?: number;
-  readonly retryDelayMs?: (attempt: number) => number;
-}
+/** The transport, pool, retries, registry and logger (`consumerOptions(deps, logger)` from @craig/service). */
+export type PlacementConsumerOptions = ConsumerOptions;
 
 /**
  * Subscribe `financial.placements` to `placement.*`: each `placement.started` /

@@ -1,7 +1,7 @@
-import type { Sql } from '@craig/db';
-import { perRegistry, startConsumer, type Subscription, type Transport } from '@craig/mq';
-import pino, { type Logger } from 'pino';
-import { Counter, type Registry } from 'prom-client';
+import type { ConsumerOptions } from '@craig/service';
+import { perRegistry, startConsumer, type Subscription } from '@craig/mq';
+import pino from 'pino';
+import { Counter } from 'prom-client';
 import { recordEvaluation } from './evaluation-store.ts';
 
 /** The inbox consumer that evaluates events. */
@@ -9,17 +9,8 @@ export const EVALUATE_CONSUMER = 'rules.evaluate';
 /** What rules evaluates: case, placement and safety events (never its own `rule.*` or `rules.*`). */
 export const EVALUATE_PATTERNS: readonly string[] = Object.freeze(['case.*', 'placement.*', 'safety.*']);
 
-export interface EvaluateConsumerOptions {
-  readonly transport: Transport;
-  /** The rules database's pool. */
-  readonly sql: Sql;
-  /** Settings INBOX_MAX_RETRIES: retries of a failed evaluation before the event is dead-lettered. */
-  readonly maxRetries: number;
-  readonly registry: Registry;
-  readonly logger?: Logger;
-  readonly prefetch?: number;
-  readonly retryDelayMs?: (attempt: number) => number;
-}
+/** The transport, pool, retries, registry and logger (`consumerOptions(deps, logger)` from @craig/service). */
+export type EvaluateConsumerOptions = ConsumerOptions;
 
 const outcomeCounter = perRegistry((registry): Counter<'outcome'> => new Counter({ name: 'rules_evaluations_total', help: 'Events evaluated by rules.evaluate, by outcome (pass, flag, block).', labelNames: ['outcome'], registers: [registry] }));
 

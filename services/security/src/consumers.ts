@@ -1,7 +1,7 @@
-import type { Sql } from '@craig/db';
-import { perRegistry, startConsumer, type Subscription, type Transport } from '@craig/mq';
-import pino, { type Logger } from 'pino';
-import { Counter, type Registry } from 'prom-client';
+import type { ConsumerOptions } from '@craig/service';
+import { perRegistry, startConsumer, type Subscription } from '@craig/mq';
+import pino from 'pino';
+import { Counter } from 'prom-client';
 import { recordDeadLetter, recordEvent } from './audit-store.ts';
 
 /** The inbox consumer that audits every event (`#`). */
@@ -9,17 +9,8 @@ export const AUDIT_CONSUMER = 'security.audit';
 /** Every routing key: security sees every event of the fleet. */
 export const AUDIT_PATTERNS: readonly string[] = Object.freeze(['#']);
 
-export interface AuditConsumerOptions {
-  readonly transport: Transport;
-  /** The security database's pool. */
-  readonly sql: Sql;
-  /** Settings INBOX_MAX_RETRIES: retries of a failed audit write before the event is dead-lettered. */
-  readonly maxRetries: number;
-  readonly registry: Registry;
-  readonly logger?: Logger;
-  readonly prefetch?: number;
-  readonly retryDelayMs?: (attempt: number) => number;
-}
+/** The transport, pool, retries, registry and logger (`consumerOptions(deps, logger)` from @craig/service). */
+export type AuditConsumerOptions = ConsumerOptions;
 
 export interface AuditConsumers {
   readonly events: Subscription;
