@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { eventually, testDatabase, type TestDatabase } from '@craig/testkit';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,6 +36,23 @@ async function freeForOthers(key: bigint): Promise<boolean> {
 }
 
 describe('withDedicatedSession', () => {
+  it('frees the lock of a process killed mid-statement within the client check interval, not at the statement\'s end', async () => {
+    const fixture = fileURLToPath(new URL('../test/fixtures/hold-lock-and-sleep.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', fixture, db.url, KEY.toString()], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => d.toString().includes('locked') && resolve());
+      child.once('exit', (code) => reject(new Error(`fixture exited with ${code}`)));
+    });
+    expect(await held(KEY)).toBe(true);
+    // Killed while pg_sleep(60) runs: nothing of the client is left to cancel it.
+    const killedAt = performance.now();
+    child.kill('SIGKILL');
+    // The server checks the client every second (client_connection_check_interval) and ends
+    // the backend, which releases the lock; the statement alone would hold it for a minute.
+    await eventually(async () => expect(await freeForOthers(KEY)).toBe(true), { timeoutMs: 10_000, intervalMs: 100 });
+    expect(performance.now() - killedAt).toBeLessThan(10_000);
+  }, 30_000);
+
   it('unlocks on the healthy path and closes the connection', async () => {
     const pid = await withDedicatedSession(
       db.url,
