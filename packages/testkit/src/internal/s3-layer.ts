@@ -31,6 +31,8 @@ export interface RequestRecord {
 
 export interface LayerOptions {
   readonly upstreamPort: number;
+  /** Where the layer listens; a free port when absent. */
+  readonly port?: number;
   readonly conditional: boolean;
   readonly exists: (bucket: string, key: string) => Promise<boolean>;
 }
@@ -165,7 +167,7 @@ export function startLayer(options: LayerOptions): Promise<Layer> {
   }
 
   return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () =>
+    server.listen(options.port ?? 0, '127.0.0.1', () =>
       resolve({
         server,
         close: () =>

@@ -1,0 +1,8 @@
+// The fault matrix, in the order `pnpm xtask faults` runs it.
+import type { FaultScenario } from './scenario.ts';
+import { killMidPrune } from './scenarios/kill-mid-prune.ts';
+
+export const SCENARIOS: readonly FaultScenario[] = [killMidPrune];
+
+export { runScenarios, scenarioRow, TABLE_HEADER, writeReport, type ScenarioReport } from './run.ts';
+export type { FaultScenario, ScenarioResult } from './scenario.ts';
