@@ -125,9 +125,8 @@ export class FaultStack {
       await ensureDatabase(this.busUrl, maintenance);
       this.databases.add(`${this.prefix}bus`);
     }
-    const out = capture();
-    const code = await runXtask(['migrate', name], { env, stdout: out, stderr: out, root: this.options.root });
-    if (code !== 0) throw new Error(`xtask migrate ${name} exited with ${code}: ${out.text()}`);
+    const run = await this.xtask(['migrate', name], env);
+    if (run.code !== 0) throw new Error(`xtask migrate ${name} exited with ${run.code}: ${run.stdout}${run.stderr}`);
   }
 
   /**
@@ -182,6 +181,14 @@ export class FaultStack {
     supervisor.start();
     if (options.wait !== false) await service.up();
     return service;
+  }
+
+  /** Run an xtask command in process with a service's environment: its exit code and output. */
+  async xtask(argv: readonly string[], env: Readonly<Record<string, string>>): Promise<{ readonly code: number; readonly stdout: string; readonly stderr: string }> {
+    const stdout = capture();
+    const stderr = capture();
+    const code = await runXtask(argv, { env, stdout, stderr, root: this.options.root });
+    return { code, stdout: stdout.text(), stderr: stderr.text() };
   }
 
   /** Stop every service (SIGTERM, then SIGKILL), close the pools, drop the databases. */
