@@ -49,6 +49,10 @@ export interface FaultService {
   up(timeoutMs?: number): Promise<void>;
   /** The samples of its /metrics now. */
   metrics(): Promise<Sample[]>;
+  /** A JSON request with the admin token: the status and the parsed body (never throws for a status). */
+  request(method: string, path: string, body?: unknown): Promise<{ readonly status: number; readonly body: unknown }>;
+  /** The same, refusing anything but 2xx with an error naming the request and the answer. */
+  call<T>(method: string, path: string, body?: unknown): Promise<T>;
   stop(timeoutMs?: number): Promise<void>;
 }
 
@@ -174,6 +178,21 @@ export class FaultStack {
       async metrics() {
         const res = await fetch(`${supervisor.url}/metrics`, { signal: AbortSignal.timeout(5000) });
         return parsePrometheusText(await res.text());
+      },
+      async request(method, path, body) {
+        const res = await fetch(`${supervisor.url}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${FAULT_ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+          signal: AbortSignal.timeout(120_000),
+        });
+        const text = await res.text();
+        return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
+      },
+      async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+        const res = await this.request(method, path, body);
+        if (res.status < 200 || res.status > 299) throw new Error(`${label}: ${method} ${path}: HTTP ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+        return res.body as T;
       },
       stop: (timeoutMs) => supervisor.stop(timeoutMs),
     };
