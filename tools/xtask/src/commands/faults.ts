@@ -17,7 +17,7 @@ vhost of the scenario's own, through rabbitmqctl), the S3 test server killed, an
 stalling or refusing. Prints one row per scenario (what was injected, what was expected, kept,
 lost, side effects duplicated, time to recover, verdict), writes FILE (default
 bench/results/faults.json), and exits 1 when any scenario failed. Progress goes to stderr;
-the services' logs to DIR (default .devstack/faults).
+the services' logs to DIR/<start time>/ (default .devstack/faults).
 
   --only a,b    run these scenarios (names below)
   --fast        only the fast ones (each kill or restart once; what CI runs)
@@ -45,12 +45,14 @@ ${SCENARIOS.map((s) => `  ${s.name.padEnd(30)} ${s.summary}${s.fast ? '' : ' (fu
     const startedAt = new Date().toISOString();
     const t0 = performance.now();
     const progress = (line: string) => writeLine(ctx.stderr, `[${((performance.now() - t0) / 1000).toFixed(0).padStart(4)}s] ${line}`);
-    progress(`faults: ${selected.length} scenario(s), ${rounds} round(s) each`);
+    // A directory per run: a scenario's logs are never mixed with an earlier run's.
+    const logDir = join(options.get('log-dir') ?? join(ctx.root, '.devstack', 'faults'), startedAt.replace(/[:.]/g, '-'));
+    progress(`faults: ${selected.length} scenario(s), ${rounds} round(s) each; service logs in ${logDir}`);
     const reports = await runScenarios(selected, {
       rounds,
       root: ctx.root,
       env: ctx.env,
-      logDir: options.get('log-dir') ?? join(ctx.root, '.devstack', 'faults'),
+      logDir,
       progress,
       signal: ctx.signal,
       onScenario: (report) => progress(scenarioRow(report).join(' | ')),

@@ -5,6 +5,7 @@
 // them. Faults are injected from outside: signals to those processes, the server stopped, the
 // broker's connections closed, the object store answering errors.
 import { mkdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createClient, type Sql } from '@craig/db';
 import { SERVICE_PROFILES, type ServiceName } from '@craig/settings';
@@ -49,6 +50,8 @@ export interface FaultService {
   up(timeoutMs?: number): Promise<void>;
   /** The samples of its /metrics now. */
   metrics(): Promise<Sample[]>;
+  /** Its log so far (every process it ran), as parsed pino lines. */
+  log(): Promise<Array<Record<string, unknown>>>;
   /** A JSON request with the admin token: the status and the parsed body (never throws for a status). */
   request(method: string, path: string, body?: unknown): Promise<{ readonly status: number; readonly body: unknown }>;
   /** The same, refusing anything but 2xx with an error naming the request and the answer. */
@@ -178,6 +181,17 @@ export class FaultStack {
       async metrics() {
         const res = await fetch(`${supervisor.url}/metrics`, { signal: AbortSignal.timeout(5000) });
         return parsePrometheusText(await res.text());
+      },
+      async log() {
+        const text = await readFile(supervisor.options.logFile, 'utf8').catch(() => '');
+        return text.split('\n').flatMap((line) => {
+          if (!line.startsWith('{')) return [];
+          try {
+            return [JSON.parse(line) as Record<string, unknown>];
+          } catch {
+            return [];
+          }
+        });
       },
       async request(method, path, body) {
         const res = await fetch(`${supervisor.url}${path}`, {

@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import type { Sql } from '@craig/db';
 import { createObjectStore } from '@craig/store';
 import type { S3TestServer } from '@craig/testkit';
-import type { FaultStack } from '../stack.ts';
+import { count } from '../probes.ts';
+import type { Outcome, ScenarioContext } from '../scenario.ts';
+import { sampleValue, type FaultService, type FaultStack } from '../stack.ts';
 
 export interface AuditSeed {
   /** Rows past the 90-day hot window (archived, then deleted). */
@@ -106,4 +108,53 @@ export async function fetchWithXtask(stack: FaultStack, env: Readonly<Record<str
   } finally {
     await rm(file, { force: true });
   }
+}
+
+export const ARCHIVE_SEED: AuditSeed = { aged: 6_000, fresh: 200, deadLetters: 50 };
+
+/**
+ * The security service's database seeded with `ARCHIVE_SEED`, on a stack whose object store is
+ * the S3 test server; the service itself is not started yet (the scenario injects its fault
+ * first). Timer cycles come once, 5 s after a start, then hourly: the scenario triggers the rest.
+ */
+export async function archiveStack(ctx: ScenarioContext, settings: Readonly<Record<string, string>> = {}) {
+  const store = await ctx.s3();
+  const stack = await ctx.stack({ transport: 'postgres', objectStore: store });
+  const all = { ARCHIVE_EVERY_MINUTES: '60', ...settings };
+  const env = await stack.env('security', all);
+  await stack.migrate('security', env);
+  const sql = stack.sql('security');
+  await seedAudit(sql, ARCHIVE_SEED);
+  return { store, stack, env, sql, settings: all };
+}
+
+/** Archive cycles this process finished (any status), from its /metrics. */
+export async function cyclesDone(service: FaultService): Promise<number> {
+  return sampleValue(await service.metrics(), 'archive_cycles_total');
+}
+
+/**
+ * After recovery: nothing aged left hot, the ledger holds every seeded row once (read back and
+ * verified by `archive-fetch`), the fresh rows stayed hot, and `orphans` objects (no more, no
+ * fewer) are listed by `--verify`. Fills the outcome's expected/kept/lost/duplicated.
+ */
+export async function checkArchivedOnce(out: Outcome, stack: FaultStack, env: Readonly<Record<string, string>>, sql: Sql, orphans: readonly string[] = []): Promise<void> {
+  const { aged, fresh, deadLetters } = ARCHIVE_SEED;
+  out.equal('aged rows left hot', await agedLeft(sql), 0);
+  const freshLeft = await count(sql, 'audit_log', `payload->>'subject' like 'fresh %'`);
+  out.equal('fresh rows kept hot', freshLeft, fresh);
+  const verify = await verifyWithXtask(stack, env);
+  out.equal('archive-fetch --verify: entries that failed verification', verify.failed, 0);
+  out.equal('archive-fetch --verify: rows in verified entries', verify.rows, aged + deadLetters);
+  const same = [...verify.orphans].sort().join(',') === [...orphans].sort().join(',');
+  out.check('archive-fetch --verify: orphans', same, `${verify.orphans.length} listed, ${orphans.length} expected${same ? '' : `: ${verify.orphans.join(', ')}`}`);
+  const fetched = await fetchWithXtask(stack, env);
+  const audit = fetched.rows.get('audit_log') ?? { total: 0, distinct: 0 };
+  const dead = fetched.rows.get('dead_letter_audit') ?? { total: 0, distinct: 0 };
+  out.equal('audit_log rows fetched', audit.distinct, aged);
+  out.equal('dead_letter_audit rows fetched', dead.distinct, deadLetters);
+  out.expected = aged + deadLetters + fresh;
+  out.kept = audit.distinct + dead.distinct + freshLeft;
+  out.lost = out.expected - out.kept;
+  out.duplicated = audit.total - audit.distinct + (dead.total - dead.distinct);
 }
