@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { eventually, testDatabase, type TestDatabase } from '@craig/testkit';
+import { eventually, startEmbeddedPostgres, testDatabase, type TestDatabase } from '@craig/testkit';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withDedicatedSession } from './dedicated-session.ts';
@@ -34,6 +34,30 @@ async function freeForOthers(key: bigint): Promise<boolean> {
     await other.end();
   }
 }
+
+describe('the driver when its server dies under a connection (patches/postgres@3.4.9.patch)', () => {
+  it('refuses the next query on the dead connection with CONNECTION_CLOSED instead of crashing the process', async () => {
+    const server = await startEmbeddedPostgres();
+    try {
+      const fixture = fileURLToPath(new URL('../test/fixtures/reserved-after-crash.ts', import.meta.url));
+      const child = spawn(process.execPath, ['--import', 'tsx', fixture, server.url], { stdio: ['pipe', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      await eventually(() => expect(out).toContain('reserved'), { timeoutMs: 20_000, intervalMs: 50 });
+      await server.crash();
+      child.stdin.write('go\n');
+      expect(await exited, out).toBe(0);
+      expect(out).toContain('refused: CONNECTION_CLOSED');
+      expect(out).toContain('survived');
+      expect(out).not.toContain('TypeError');
+      await server.restart();
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
+});
 
 describe('withDedicatedSession', () => {
   it('frees the lock of a process killed mid-statement within the client check interval, not at the statement\'s end', async () => {

@@ -92,6 +92,7 @@ export async function runScenarios(scenarios: readonly FaultScenario[], options:
 
 async function runRound(scenario: FaultScenario, round: number, options: RunOptions & { serverUrl: string; rabbit: Rabbit | undefined }): Promise<ScenarioResult> {
   const deferred: Array<() => unknown> = [];
+  await mkdir(options.logDir, { recursive: true });
   const tag = `${scenario.name.replace(/[^a-z0-9]+/gi, '-')}${options.rounds > 1 ? `.r${round}` : ''}`;
   const ctx: ScenarioContext = {
     root: options.root,
