@@ -4,6 +4,7 @@ import { killArchivePutLedger } from './scenarios/kill-archive-put-ledger.ts';
 import { killMidCleanupStep } from './scenarios/kill-mid-cleanup-step.ts';
 import { killMidPrune } from './scenarios/kill-mid-prune.ts';
 import { pgRestartArchive, pgRestartDrainBus, pgRestartDrainRabbit, pgRestartPrune } from './scenarios/pg-restart.ts';
+import { rabbitBrokerRestart, rabbitConnectionsClosed } from './scenarios/rabbitmq.ts';
 import { s3Conflict, s3Down, s3Errors, s3ErrorsPersistent, s3ForeignObject, s3StallBudget, s3StallShutdown } from './scenarios/object-store.ts';
 
 export const SCENARIOS: readonly FaultScenario[] = [
@@ -21,6 +22,8 @@ export const SCENARIOS: readonly FaultScenario[] = [
   pgRestartDrainRabbit,
   pgRestartPrune,
   pgRestartArchive,
+  rabbitConnectionsClosed,
+  rabbitBrokerRestart,
 ];
 
 export { runScenarios, scenarioRow, TABLE_HEADER, writeReport, type ScenarioReport } from './run.ts';
