@@ -5,6 +5,7 @@ import { killMidCleanupStep } from './scenarios/kill-mid-cleanup-step.ts';
 import { killMidPrune } from './scenarios/kill-mid-prune.ts';
 import { pgRestartArchive, pgRestartDrainBus, pgRestartDrainRabbit, pgRestartPrune } from './scenarios/pg-restart.ts';
 import { rabbitBrokerRestart, rabbitConnectionsClosed } from './scenarios/rabbitmq.ts';
+import { replicasAll, replicasFast } from './scenarios/replicas.ts';
 import { s3Conflict, s3Down, s3Errors, s3ErrorsPersistent, s3ForeignObject, s3StallBudget, s3StallShutdown } from './scenarios/object-store.ts';
 
 export const SCENARIOS: readonly FaultScenario[] = [
@@ -24,6 +25,8 @@ export const SCENARIOS: readonly FaultScenario[] = [
   pgRestartArchive,
   rabbitConnectionsClosed,
   rabbitBrokerRestart,
+  replicasFast,
+  replicasAll,
 ];
 
 export { runScenarios, scenarioRow, TABLE_HEADER, writeReport, type ScenarioReport } from './run.ts';
