@@ -1,5 +1,6 @@
 // The fault matrix, in the order `pnpm xtask faults` runs it.
 import type { FaultScenario } from './scenario.ts';
+import { devstackSigkill } from './scenarios/devstack-sigkill.ts';
 import { killArchivePutLedger } from './scenarios/kill-archive-put-ledger.ts';
 import { killMidCleanupStep } from './scenarios/kill-mid-cleanup-step.ts';
 import { killMidPrune } from './scenarios/kill-mid-prune.ts';
@@ -27,6 +28,7 @@ export const SCENARIOS: readonly FaultScenario[] = [
   rabbitBrokerRestart,
   replicasFast,
   replicasAll,
+  devstackSigkill,
 ];
 
 export { runScenarios, scenarioRow, TABLE_HEADER, writeReport, type ScenarioReport } from './run.ts';
