@@ -4,7 +4,7 @@ import { devstackSigkill } from './scenarios/devstack-sigkill.ts';
 import { killArchivePutLedger } from './scenarios/kill-archive-put-ledger.ts';
 import { killMidCleanupStep } from './scenarios/kill-mid-cleanup-step.ts';
 import { killMidPrune } from './scenarios/kill-mid-prune.ts';
-import { pgRestartArchive, pgRestartDrainBus, pgRestartDrainRabbit, pgRestartPrune } from './scenarios/pg-restart.ts';
+import { pgOutageDrainBus, pgOutageDrainRabbit, pgRestartArchive, pgRestartDrainBus, pgRestartDrainRabbit, pgRestartPrune } from './scenarios/pg-restart.ts';
 import { rabbitBrokerRestart, rabbitConnectionsClosed } from './scenarios/rabbitmq.ts';
 import { replicasAll, replicasFast } from './scenarios/replicas.ts';
 import { s3Conflict, s3Down, s3Errors, s3ErrorsPersistent, s3ForeignObject, s3StallBudget, s3StallShutdown } from './scenarios/object-store.ts';
@@ -22,6 +22,8 @@ export const SCENARIOS: readonly FaultScenario[] = [
   s3ForeignObject,
   pgRestartDrainBus,
   pgRestartDrainRabbit,
+  pgOutageDrainBus,
+  pgOutageDrainRabbit,
   pgRestartPrune,
   pgRestartArchive,
   rabbitConnectionsClosed,

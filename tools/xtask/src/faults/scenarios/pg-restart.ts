@@ -73,14 +73,15 @@ async function lockFree(out: Outcome, sql: Sql, key: bigint, name: string): Prom
 
 const EVENTS = 20_000;
 
-function drainScenario(transport: 'postgres' | 'rabbitmq'): FaultScenario {
+function drainScenario(transport: 'postgres' | 'rabbitmq', downMs: number, fast: boolean): FaultScenario {
+  const via = transport === 'postgres' ? 'bus' : 'rabbitmq';
   return {
-    name: `pg-restart-drain/${transport === 'postgres' ? 'bus' : 'rabbitmq'}`,
-    summary: `PostgreSQL stopped -m immediate while cases drains ${EVENTS.toLocaleString('en-US')} events to security (${transport === 'postgres' ? 'the bus' : 'RabbitMQ'})`,
-    fast: true,
+    name: downMs > 5000 ? `pg-outage-drain/${via}` : `pg-restart-drain/${via}`,
+    summary: `PostgreSQL stopped -m immediate for ${downMs / 1000} s while cases drains ${EVENTS.toLocaleString('en-US')} events to security (${transport === 'postgres' ? 'the bus' : 'RabbitMQ'})`,
+    fast,
     ...(transport === 'rabbitmq' ? { needs: ['rabbitmq'] as const } : {}),
     async run(ctx) {
-      const out = new Outcome('pg_ctl stop -m immediate at a quarter of the drain, 3 s down');
+      const out = new Outcome(`pg_ctl stop -m immediate at a quarter of the drain, ${downMs / 1000} s down`);
       const server = await ctx.embedded();
       // Security archives too: it needs its object store, though this scenario archives nothing.
       const store = await ctx.s3();
@@ -96,7 +97,7 @@ function drainScenario(transport: 'postgres' | 'rabbitmq'): FaultScenario {
       const producer = await stack.start('cases');
       const watch = watchReadiness([producer, security]);
       await waitFor('a quarter of the backlog published', async () => (await count(cases, 'event_outbox', 'published_at is not null')) >= EVENTS / 4, { timeoutMs: 120_000, intervalMs: 50 });
-      const crashedAt = await crashAndRestart(ctx, server, 3000);
+      const crashedAt = await crashAndRestart(ctx, server, downMs);
       const audit = stack.sql('security');
       await waitFor(
         'every staged event published and audited',
@@ -127,8 +128,11 @@ function drainScenario(transport: 'postgres' | 'rabbitmq'): FaultScenario {
   };
 }
 
-export const pgRestartDrainBus = drainScenario('postgres');
-export const pgRestartDrainRabbit = drainScenario('rabbitmq');
+export const pgRestartDrainBus = drainScenario('postgres', 3000, true);
+export const pgRestartDrainRabbit = drainScenario('rabbitmq', 3000, true);
+/** Longer than a consumer's whole retry schedule: a database outage must not dead-letter healthy events. */
+export const pgOutageDrainBus = drainScenario('postgres', 30_000, false);
+export const pgOutageDrainRabbit = drainScenario('rabbitmq', 30_000, false);
 
 export const pgRestartPrune: FaultScenario = {
   name: 'pg-restart-prune',
