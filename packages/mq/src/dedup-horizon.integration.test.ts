@@ -37,7 +37,7 @@ function delivery(source: string, headers: Record<string, string>, eventId = ran
   return { consumer: 'placements.cases', eventId, routingKey: 'case.opened', body, headers, attempt: 1, redelivered: false };
 }
 
-async function counter(registry: Registry, name: string): Promise<Array<{ labels: Record<string, string | number>; value: number }>> {
+async function counter(registry: Registry, name: string): Promise<Array<{ labels: Partial<Record<string, string | number>>; value: number }>> {
   return ((await registry.getMetricsAsJSON()).find((m) => m.name === name)?.values ?? []).map((v) => ({ labels: v.labels, value: v.value }));
 }
 

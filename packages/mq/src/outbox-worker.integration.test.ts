@@ -107,12 +107,12 @@ describe('OutboxWorker loop', () => {
     const held = createClient(db.url, { service: 'lock-holder', max: 1 });
     try {
       await held.reserve().then(async (conn) => {
-        await conn`select pg_advisory_lock(${LOCK_KEYS.transportPrune})`;
+        await conn`select pg_advisory_lock(${LOCK_KEYS.transportPrune.toString()}::bigint)`;
         const stamp = await value('event_prune_last_success_timestamp_seconds');
         expect((await w.pruneExpired()).skipped).toBe(true);
         expect(await value('event_prune_cycles_total', { status: 'skipped' })).toBe(1);
         expect(await value('event_prune_last_success_timestamp_seconds')).toBe(stamp);
-        await conn`select pg_advisory_unlock(${LOCK_KEYS.transportPrune})`;
+        await conn`select pg_advisory_unlock(${LOCK_KEYS.transportPrune.toString()}::bigint)`;
         conn.release();
       });
     } finally {
