@@ -1,5 +1,7 @@
+import { SERVICE_NAMES, SERVICE_PROFILES } from '@craig/settings';
 import { writeLine, type Command } from '../command.ts';
 import { DEFAULT_DB_PREFIX, DEFAULT_HISTORY_ROWS, DEFAULT_STATE_DIR, parseDevstackOptions } from '../devstack/options.ts';
+import { scrapeConfig } from '../devstack/scrape-config.ts';
 import { runDevstack } from '../devstack/stack.ts';
 
 export const devstackCommand: Command = {
@@ -7,6 +9,7 @@ export const devstackCommand: Command = {
   summary: 'run the whole platform on this machine: PostgreSQL, S3, the bus, every built service, demo traffic, a live view',
   usage: `pnpm xtask devstack [--fresh] [--port-base N] [--rabbitmq] [--for SECONDS] [--quiet]
                       [--only a,b] [--state-dir DIR] [--history-rows N] [--db-prefix P] [--seed N]
+       pnpm xtask devstack --print-scrape-config [--port-base N] [--only a,b]
 
 Starts an embedded PostgreSQL 15 cluster (kept in <state-dir>/pg), the S3 test server (objects in
 <state-dir>/s3), the PostgreSQL bus, and every service of the eight that exists as
@@ -28,6 +31,10 @@ cleanup as it happens. Sweeps run every 20 s here (EVENT_PRUNE_EVERY_TICKS=20).
   --history-rows N   aged rows seeded per fresh database (default ${DEFAULT_HISTORY_ROWS.toLocaleString('en-US')}; 0 seeds nothing)
   --db-prefix P      databases are <P><service> and <P>bus (default ${DEFAULT_DB_PREFIX})
   --seed N           seed of the demo traffic's random choices (default 1)
+  --print-scrape-config
+                     print a Prometheus config scraping the services on the ports this
+                     devstack uses (with --port-base, --only and any HTTP_PORT setting), loading
+                     ops/prometheus/alerts.yml; starts nothing (docs/operations.md)
 
 Real servers instead: CRAIG__DATABASE_URL (else DATABASE_URL) names a PostgreSQL server: the
 devstack connects to it and creates <P><service> and <P>bus there instead of starting a cluster.
@@ -37,6 +44,11 @@ names an object store, and no S3 server is started. Any other CRAIG__<KEY> or
 CRAIG_<SERVICE>__<KEY> setting wins over the devstack's value. See docs/devstack.md.`,
   async run(ctx) {
     const options = parseDevstackOptions(ctx.argv, ctx.root);
+    if (options.printScrapeConfig) {
+      const names = SERVICE_NAMES.filter((n) => !options.only || options.only.includes(n));
+      ctx.stdout.write(scrapeConfig({ profiles: names.map((n) => SERVICE_PROFILES[n]), portBase: options.portBase, env: ctx.env, root: ctx.root }));
+      return 0;
+    }
     const code = await runDevstack(options, ctx);
     if (code !== 0) writeLine(ctx.stderr, `devstack: exit ${code} (see the summary above and ${options.stateDir}/logs)`);
     return code;

@@ -36,6 +36,8 @@ describe('devstack env', () => {
     expect(settings.http.port).toBe(9003);
     expect(settings.archive.objectStore).toMatchObject({ backend: 's3', endpoint: 'http://127.0.0.1:4568', bucket: 'craig-devstack', forcePathStyle: true });
     expect(settings.archive.everyMinutes).toBe(1);
+    // The first timed cycle 30–60 s after start: after the seeding, within the first minute.
+    expect(settings.archive.firstCycleDelaySeconds).toBe(30);
   });
 
   it('lets the user win: own keys, then fleet keys; the fleet DATABASE_URL names the server only', () => {

@@ -33,6 +33,8 @@ export interface DevstackOptions {
   readonly dbPrefix: string;
   /** Seed of the demo traffic's random source. */
   readonly seed: number;
+  /** Print a Prometheus config scraping the services' ports and exit (starts nothing). */
+  readonly printScrapeConfig: boolean;
 }
 
 export const DEFAULT_STATE_DIR = '.devstack';
@@ -47,7 +49,7 @@ function whole(option: string, raw: string, min: number, max: number): number {
 /** Parse `pnpm xtask devstack` arguments; `root` resolves a relative --state-dir. */
 export function parseDevstackOptions(argv: readonly string[], root: string): DevstackOptions {
   const { positionals, flags, options } = parseArgs(argv, {
-    flags: ['fresh', 'rabbitmq', 'quiet'],
+    flags: ['fresh', 'rabbitmq', 'quiet', 'print-scrape-config'],
     options: ['port-base', 'for', 'only', 'state-dir', 'history-rows', 'db-prefix', 'seed'],
   });
   if (positionals.length > 0) throw new UsageError(`devstack takes no positional arguments, got ${JSON.stringify(positionals[0])}`);
@@ -87,5 +89,6 @@ export function parseDevstackOptions(argv: readonly string[], root: string): Dev
     historyRows: historyRaw === undefined ? DEFAULT_HISTORY_ROWS : whole('history-rows', historyRaw, 0, 10_000_000),
     dbPrefix,
     seed: seedRaw === undefined ? 1 : whole('seed', seedRaw, 0, 2 ** 31 - 2),
+    printScrapeConfig: flags.has('print-scrape-config'),
   };
 }
