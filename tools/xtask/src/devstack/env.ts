@@ -12,11 +12,12 @@ export type ServerChoice = { readonly kind: 'embedded' } | { readonly kind: 'ext
 export const DEVSTACK_PRUNE_EVERY_TICKS = 20;
 export const DEVSTACK_ARCHIVE_EVERY_MINUTES = 1;
 /**
- * The archiving services' first timed cycle 30–60 s after they start (production: 5–10 min):
- * after their aged history is seeded (at their first ready), within the devstack's first
- * minute, with no cycle to ask for.
+ * The archiving services' first timed cycle 20–40 s after their runner starts (production:
+ * 5–10 min): the runner starts just before the service listens, and its aged history is seeded
+ * within a few seconds of its first ready, so the first cycle finds it, within the devstack's
+ * first minute and within a `--for 45` run, with no cycle to ask for.
  */
-export const DEVSTACK_ARCHIVE_FIRST_CYCLE_DELAY_SECONDS = 30;
+export const DEVSTACK_ARCHIVE_FIRST_CYCLE_DELAY_SECONDS = 20;
 export const DEVSTACK_BUCKET = 'craig-devstack';
 
 /**
