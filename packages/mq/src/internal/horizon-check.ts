@@ -108,5 +108,5 @@ function violationMessage(producer: string, windows: ProducerWindows, consumer: 
         ? `${producer} may replay ${replayDays} days back (${outbox}: its outbox sweep is off, so ${serviceVariable(producer, 'EVENT_INBOX_RETENTION_DAYS')}=${windows.inboxDays} - 1 bounds its replays)`
         : `${producer} may replay ${replayDays} days back (${outbox})`;
   const need = replayDays === null ? 'must be 0 (kept forever)' : `must be at least ${replayDays + 1}`;
-  return `dedup horizon violated: ${reach} but ${consumer} keeps its dedup records ${inboxDays} days (${inbox}); ${consumer}'s inbox window ${need}, or a replayed event runs its side effects twice. The event is still processed. Move the windows fleet-wide (pnpm xtask fleet check).`;
+  return `dedup horizon violated: ${reach} but ${consumer} keeps its dedup records ${inboxDays} days (${inbox}); the inbox window of ${consumer} ${need}, or a replayed event runs its side effects twice. The event is still processed. Move the windows fleet-wide (pnpm xtask fleet check).`;
 }
