@@ -9,7 +9,8 @@ export const devstackCommand: Command = {
   summary: 'run the whole platform on this machine: PostgreSQL, S3, the bus, every built service, demo traffic, a live view',
   usage: `pnpm xtask devstack [--fresh] [--port-base N] [--rabbitmq] [--for SECONDS] [--quiet]
                       [--only a,b] [--state-dir DIR] [--history-rows N] [--db-prefix P] [--seed N]
-       pnpm xtask devstack --print-scrape-config [--port-base N] [--only a,b]
+                      [--replicas N]
+       pnpm xtask devstack --print-scrape-config [--port-base N] [--only a,b] [--replicas N]
 
 Starts an embedded PostgreSQL 15 cluster (kept in <state-dir>/pg), the S3 test server (objects in
 <state-dir>/s3), the PostgreSQL bus, and every service of the eight that exists as
@@ -31,9 +32,12 @@ cleanup as it happens. Sweeps run every 20 s here (EVENT_PRUNE_EVERY_TICKS=20).
   --history-rows N   aged rows seeded per fresh database (default ${DEFAULT_HISTORY_ROWS.toLocaleString('en-US')}; 0 seeds nothing)
   --db-prefix P      databases are <P><service> and <P>bus (default ${DEFAULT_DB_PREFIX})
   --seed N           seed of the demo traffic's random choices (default 1)
+  --replicas N       run N processes of every service (1–4), replica k on its port + 8(k-1),
+                     all on the service's one database: the advisory locks keep their sweeps,
+                     archive cycles and cleanup steps apart; demo traffic goes to each in turn
   --print-scrape-config
                      print a Prometheus config scraping the services on the ports this
-                     devstack uses (with --port-base, --only and any HTTP_PORT setting), loading
+                     devstack uses (with --port-base, --only, --replicas and any HTTP_PORT setting), loading
                      ops/prometheus/alerts.yml; starts nothing (docs/operations.md)
 
 Real servers instead: CRAIG__DATABASE_URL (else DATABASE_URL) names a PostgreSQL server: the
@@ -46,7 +50,7 @@ CRAIG_<SERVICE>__<KEY> setting wins over the devstack's value. See docs/devstack
     const options = parseDevstackOptions(ctx.argv, ctx.root);
     if (options.printScrapeConfig) {
       const names = SERVICE_NAMES.filter((n) => !options.only || options.only.includes(n));
-      ctx.stdout.write(scrapeConfig({ profiles: names.map((n) => SERVICE_PROFILES[n]), portBase: options.portBase, env: ctx.env, root: ctx.root }));
+      ctx.stdout.write(scrapeConfig({ profiles: names.map((n) => SERVICE_PROFILES[n]), portBase: options.portBase, replicas: options.replicas, env: ctx.env, root: ctx.root }));
       return 0;
     }
     const code = await runDevstack(options, ctx);

@@ -4,6 +4,7 @@ import { archiveFetchCommand } from './archive-fetch.ts';
 import { benchCommand } from './bench.ts';
 import { devstackCommand } from './devstack.ts';
 import { docsCommand } from './docs.ts';
+import { faultsCommand } from './faults.ts';
 import { fleetCommand } from './fleet.ts';
 import { invariantsCommand } from './invariants.ts';
 import { migrateCommand } from './migrate.ts';
@@ -11,4 +12,4 @@ import { pruneCommand } from './prune.ts';
 import { schemaCommand } from './schema.ts';
 
 /** Every command, in `--help` order. */
-export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, pruneCommand, invariantsCommand, fleetCommand, archiveCommand, archiveFetchCommand, docsCommand, schemaCommand, benchCommand];
+export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, pruneCommand, invariantsCommand, fleetCommand, archiveCommand, archiveFetchCommand, docsCommand, schemaCommand, benchCommand, faultsCommand];

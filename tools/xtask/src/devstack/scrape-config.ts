@@ -4,10 +4,13 @@
 import { join } from 'node:path';
 import type { ServiceProfile } from '@craig/settings';
 import { servicePort, type Env } from './env.ts';
+import { replicaPorts } from './stack.ts';
 
 export interface ScrapeConfigOptions {
   readonly profiles: readonly ServiceProfile[];
   readonly portBase: number | undefined;
+  /** `--replicas`: a target per process (replica k on its service's port + 8(k-1)); default 1. */
+  readonly replicas?: number;
   readonly env: Env;
   /** Workspace root: the alert rules are `<root>/ops/prometheus/alerts.yml`. */
   readonly root: string;
@@ -32,7 +35,8 @@ export function scrapeConfig(options: ScrapeConfigOptions): string {
     '    static_configs:',
   ];
   for (const profile of options.profiles) {
-    lines.push(`      - targets: ["127.0.0.1:${servicePort(profile, options.portBase, options.env)}"]`, `        labels: { service: ${profile.name} }`);
+    const ports = replicaPorts(Number(servicePort(profile, options.portBase, options.env)), options.replicas ?? 1);
+    lines.push(`      - targets: [${ports.map((p) => `"127.0.0.1:${p}"`).join(', ')}]`, `        labels: { service: ${profile.name} }`);
   }
   return `${lines.join('\n')}\n`;
 }
