@@ -19,6 +19,20 @@ create table craig_migrations (
   constraint craig_migrations_pkey PRIMARY KEY (migration_set, version)
 );
 
+create table dedup_horizon_observations (
+  consumer text not null,
+  producer text not null,
+  producer_outbox_days integer not null,
+  producer_inbox_days integer,
+  consumer_inbox_days integer not null,
+  violated boolean not null,
+  observed_at timestamp with time zone not null default now(),
+  constraint dedup_horizon_observations_consumer_inbox_days_check CHECK (consumer_inbox_days >= 0),
+  constraint dedup_horizon_observations_pkey PRIMARY KEY (consumer, producer),
+  constraint dedup_horizon_observations_producer_inbox_days_check CHECK (producer_inbox_days >= 0),
+  constraint dedup_horizon_observations_producer_outbox_days_check CHECK (producer_outbox_days >= 0)
+);
+
 create table event_inbox (
   consumer text not null,
   event_id uuid not null,
@@ -80,6 +94,8 @@ create table prune_latch (
 CREATE UNIQUE INDEX case_refs_pkey ON public.case_refs USING btree (case_id);
 
 CREATE UNIQUE INDEX craig_migrations_pkey ON public.craig_migrations USING btree (migration_set, version);
+
+CREATE UNIQUE INDEX dedup_horizon_observations_pkey ON public.dedup_horizon_observations USING btree (consumer, producer);
 
 CREATE UNIQUE INDEX event_inbox_pkey ON public.event_inbox USING btree (consumer, event_id);
 

@@ -62,6 +62,20 @@ create table dead_letter_audit (
   constraint dead_letter_audit_pkey PRIMARY KEY (id)
 );
 
+create table dedup_horizon_observations (
+  consumer text not null,
+  producer text not null,
+  producer_outbox_days integer not null,
+  producer_inbox_days integer,
+  consumer_inbox_days integer not null,
+  violated boolean not null,
+  observed_at timestamp with time zone not null default now(),
+  constraint dedup_horizon_observations_consumer_inbox_days_check CHECK (consumer_inbox_days >= 0),
+  constraint dedup_horizon_observations_pkey PRIMARY KEY (consumer, producer),
+  constraint dedup_horizon_observations_producer_inbox_days_check CHECK (producer_inbox_days >= 0),
+  constraint dedup_horizon_observations_producer_outbox_days_check CHECK (producer_outbox_days >= 0)
+);
+
 create table event_inbox (
   consumer text not null,
   event_id uuid not null,
@@ -124,6 +138,8 @@ CREATE UNIQUE INDEX dead_letter_audit_once ON public.dead_letter_audit USING btr
 CREATE UNIQUE INDEX dead_letter_audit_pkey ON public.dead_letter_audit USING btree (id);
 
 CREATE INDEX dead_letter_audit_received_at ON public.dead_letter_audit USING btree (received_at);
+
+CREATE UNIQUE INDEX dedup_horizon_observations_pkey ON public.dedup_horizon_observations USING btree (consumer, producer);
 
 CREATE UNIQUE INDEX event_inbox_pkey ON public.event_inbox USING btree (consumer, event_id);
 

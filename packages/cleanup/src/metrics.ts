@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /** The runner's metrics, registered on the caller's registry (never the global default). */
 export interface CleanupMetrics {
@@ -7,6 +7,10 @@ export interface CleanupMetrics {
   readonly stepSeconds: Histogram<'phase'>;
   readonly jobsFinished: Counter<'kind' | 'state'>;
   readonly historyRows: Counter<'table'>;
+  /** Jobs not finished, by state (collecting, deleting), as the runner's last check saw them. */
+  readonly activeJobs: Gauge<'state'>;
+  /** The oldest last step among deleting jobs (`updated_at`, Unix seconds): a stuck job keeps it still while time() moves on. */
+  readonly oldestDeletingStep: Gauge;
 }
 
 const cache = new WeakMap<Registry, CleanupMetrics>();
@@ -28,6 +32,12 @@ export function cleanupMetrics(registry: Registry): CleanupMetrics {
     }),
     jobsFinished: new Counter({ name: 'cleanup_jobs_finished_total', help: 'Cleanup jobs that completed or were cancelled.', labelNames: ['kind', 'state'], registers }),
     historyRows: new Counter({ name: 'cleanup_history_rows_pruned_total', help: 'Rows of finished jobs removed by the history sweep, by table.', labelNames: ['table'], registers }),
+    activeJobs: new Gauge({ name: 'cleanup_jobs_active', help: "Cleanup jobs not finished, by state (collecting, deleting), at the runner's last check (about every second).", labelNames: ['state'], registers }),
+    oldestDeletingStep: new Gauge({
+      name: 'cleanup_deleting_job_last_step_timestamp_seconds',
+      help: 'Unix time of the oldest last step among deleting cleanup jobs (0 when none): time() minus this is how long the most stalled job has not advanced.',
+      registers,
+    }),
   };
   cache.set(registry, metrics);
   return metrics;

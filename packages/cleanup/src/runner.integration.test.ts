@@ -78,4 +78,37 @@ describe('createCleanupRunner', () => {
       { service: 'other-replica' },
     );
   });
+  it('exports the active jobs and the oldest deleting step, so a job that stops advancing shows (explicit past step time)', async () => {
+    await h.admin`update cleanup_jobs set state = 'cancelled', phase = 'done', cancel_reason = 'requested', finished_at = now() where state in ('collecting', 'deleting')`;
+    const registry = new Registry();
+    const runner = createCleanupRunner({ url: h.db.url, sql: h.app, service: 'test', role: RUNTIME_ROLE, historyRetentionDays: 14, registry });
+    const sample = async (name: string, labels = '') => {
+      const line = (await registry.metrics()).split('\n').find((l) => l.startsWith(`${name}${labels} `));
+      return line === undefined ? undefined : Number(line.split(' ')[1]);
+    };
+    const { serverId } = await seedServer(h.app, 0);
+    const job = await createJob(h.app, { serverId, kind: 'remove-server' });
+    await h.admin`update cleanup_jobs set updated_at = now() - interval '2 hours' where id = ${job.id}`;
+    const twoHoursAgo = Date.now() / 1000 - 7200;
+    await withDedicatedSession(
+      h.db.url,
+      async (session) => {
+        // Another replica holds the runner lock and makes no progress: the gauges still tell.
+        expect(await session.tryAdvisoryLock(LOCK_KEYS.cleanupCoordinator)).toBe(true);
+        expect(await runner.runCycle()).toMatchObject({ skipped: true });
+      },
+      { service: 'stuck-replica' },
+    );
+    expect(await sample('cleanup_jobs_active', '{state="deleting"}')).toBe(1);
+    expect(await sample('cleanup_jobs_active', '{state="collecting"}')).toBe(0);
+    expect(Math.abs(await sample('cleanup_deleting_job_last_step_timestamp_seconds') as number - twoHoursAgo)).toBeLessThan(60);
+
+    await eventually(async () => {
+      await runner.runCycle();
+      expect((await status(h.app, job.id)).state).toBe('completed');
+    });
+    await runner.runCycle();
+    expect(await sample('cleanup_jobs_active', '{state="deleting"}')).toBe(0);
+    expect(await sample('cleanup_deleting_job_last_step_timestamp_seconds')).toBe(0);
+  });
 });

@@ -86,10 +86,16 @@ export function createCleanupRunner(options: CleanupRunnerOptions): CleanupRunne
   async function runCycle(signal?: AbortSignal): Promise<CycleReport> {
     const report = { skipped: false, steps: 0, jobsFinished: 0, cancelledExpired: 0, busy: 0, failed: 0, counts: { deleted: 0, moved: 0, alreadyAbsent: 0, retained: 0 } };
     if (options.sql) {
-      const [work] = await options.sql<{ any: boolean }[]>`
-        select exists (select 1 from cleanup_jobs where state = 'deleting')
-            or exists (select 1 from cleanup_jobs where state = 'collecting' and collect_deadline_at <= now()) as any`;
-      if (!work?.any) return report;
+      // Each count on its state's partial index; the same look feeds the stuck-job gauges.
+      const [work] = await options.sql<{ deleting: number; collecting: number; expired: number; oldest_step: number | null }[]>`
+        select (select count(*) from cleanup_jobs where state = 'deleting')::int as deleting,
+               (select count(*) from cleanup_jobs where state = 'collecting')::int as collecting,
+               (select count(*) from cleanup_jobs where state = 'collecting' and collect_deadline_at <= now())::int as expired,
+               (select extract(epoch from min(updated_at)) from cleanup_jobs where state = 'deleting')::float8 as oldest_step`;
+      metrics.activeJobs.set({ state: 'deleting' }, work?.deleting ?? 0);
+      metrics.activeJobs.set({ state: 'collecting' }, work?.collecting ?? 0);
+      metrics.oldestDeletingStep.set(work?.oldest_step ?? 0);
+      if (!work || (work.deleting === 0 && work.expired === 0)) return report;
     }
     const started = performance.now();
     const result = await withDedicatedSession(

@@ -11,10 +11,19 @@ export const PRUNE_EVERY_TICKS = 3600;
  */
 export function pruneJitter(service: string, everyTicks: number = PRUNE_EVERY_TICKS): number {
   if (!Number.isInteger(everyTicks) || everyTicks < 1) throw new RangeError(`everyTicks must be a positive integer: ${everyTicks}`);
+  return cadencePhase(service, everyTicks);
+}
+
+/**
+ * A deterministic phase in [0, span) for `seed` (FNV-1a): what {@link pruneJitter} and the
+ * archive runner's first cycle use, so a service's replicas align and the fleet spreads out.
+ */
+export function cadencePhase(seed: string, span: number): number {
+  if (!Number.isInteger(span) || span < 1) throw new RangeError(`span must be a positive integer: ${span}`);
   let hash = 0x811c9dc5;
-  for (const byte of Buffer.from(service, 'utf8')) {
+  for (const byte of Buffer.from(seed, 'utf8')) {
     hash ^= byte;
     hash = Math.imul(hash, 0x01000193) >>> 0;
   }
-  return hash % everyTicks;
+  return hash % span;
 }

@@ -2,6 +2,7 @@ import type { Sql, TransactionSql } from '@craig/db';
 import pino, { type Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { decodeEnvelope, type EventEnvelope } from './envelope.ts';
+import { dedupHorizonCheck, type DedupHorizonOptions } from './internal/horizon-check.ts';
 import { perRegistry } from './metrics.ts';
 import type { Delivery, Subscription, SubscribeOptions, Transport } from './transport.ts';
 
@@ -15,6 +16,12 @@ export interface InboxOptions {
   readonly handler: EventHandler;
   readonly registry?: Registry;
   readonly logger?: Logger;
+  /**
+   * Check every delivery's producer windows against this service's inbox window (the fleet-wide
+   * dedup horizon, ADR-058): counted, warned about and recorded, never refused. Services pass it
+   * (`consumerOptions` in @craig/service); absent, nothing is checked.
+   */
+  readonly horizon?: DedupHorizonOptions;
 }
 
 const inboxCounter = perRegistry((registry): Counter<'consumer' | 'outcome'> => new Counter({ name: 'event_inbox_deliveries_total', help: 'Deliveries seen by inbox consumers, by outcome (handled, duplicate, failed).', labelNames: ['consumer', 'outcome'], registers: [registry] }));
@@ -30,8 +37,11 @@ const inboxCounter = perRegistry((registry): Counter<'consumer' | 'outcome'> => 
 export function inboxHandler(options: InboxOptions): (delivery: Delivery) => Promise<void> {
   const logger = options.logger ?? pino({ level: 'silent' });
   const counter = options.registry ? inboxCounter(options.registry) : undefined;
+  const horizon = options.horizon ? dedupHorizonCheck({ ...options.horizon, consumer: options.consumer, sql: options.sql, registry: options.registry, logger }) : undefined;
   return async (delivery) => {
     const event = decodeEnvelope(delivery.body);
+    // Before the dedup insert: a duplicate is a delivery too, and as likely to be a replay.
+    await horizon?.(event, delivery);
     try {
       const outcome = await options.sql.begin(async (tx) => {
         const inserted = await tx`
@@ -58,6 +68,6 @@ export interface ConsumerOptions extends Omit<SubscribeOptions, 'consumer'>, Inb
 
 /** Subscribe `consumer` to its patterns with an inbox-wrapped handler: what a service composes. */
 export function startConsumer(options: ConsumerOptions): Promise<Subscription> {
-  const { transport, sql, handler, registry, logger, ...subscribe } = options;
-  return transport.subscribe(subscribe, inboxHandler({ sql, consumer: options.consumer, handler, ...(registry ? { registry } : {}), ...(logger ? { logger } : {}) }));
+  const { transport, sql, handler, registry, logger, horizon, ...subscribe } = options;
+  return transport.subscribe(subscribe, inboxHandler({ sql, consumer: options.consumer, handler, ...(registry ? { registry } : {}), ...(logger ? { logger } : {}), ...(horizon ? { horizon } : {}) }));
 }

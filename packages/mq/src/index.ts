@@ -52,14 +52,36 @@ export { createTransport, type TransportChoice } from './create-transport.ts';
 /** The inbox: handler and dedup insert in one transaction; `startConsumer` subscribes with it. */
 export { inboxHandler, startConsumer, type ConsumerOptions, type EventHandler, type InboxOptions } from './inbox.ts';
 
+/**
+ * The fleet-wide dedup horizon: the producer windows every message carries (transport headers),
+ * the rule between a producer and a consumer, and what consumers recorded of it.
+ */
+export {
+  OUTBOX_RETENTION_HEADER,
+  INBOX_RETENTION_HEADER,
+  retentionHeaders,
+  producerWindowsOf,
+  compareDedupHorizon,
+  serviceVariable,
+  readDedupHorizonObservations,
+  type DedupHorizonObservation,
+  type HorizonComparison,
+  type ProducerWindows,
+} from './dedup-horizon.ts';
+/** What an inbox consumer checks the producers' windows against (`InboxOptions.horizon`). */
+export type { DedupHorizonOptions } from './internal/horizon-check.ts';
+
+/** A service's declared events (published types, inbox consumers) and the fleet's subscription graph built from them. */
+export { defineEventCatalog, subscriptionGraph, type ConsumerDeclaration, type EventCatalog, type SubscriptionEdge } from './event-catalog.ts';
+
 /** The outbox worker: drain, prune, gauges, the loop; `spawnOutboxWorker` for services. */
 export { OutboxWorker, outboxBacklog, spawnOutboxWorker, type DrainResult, type OutboxWorkerOptions, type SpawnedOutboxWorker } from './outbox-worker.ts';
 
 /** The loop's cadence: a tick per second, a prune cycle per hour, a per-service phase. */
-export { POLL_INTERVAL_MS, PRUNE_EVERY_TICKS, pruneJitter } from './cadence.ts';
+export { POLL_INTERVAL_MS, PRUNE_EVERY_TICKS, pruneJitter, cadencePhase } from './cadence.ts';
 
-/** Retention windows in days (0 disables a table's sweep). */
-export type { RetentionWindows } from './internal/horizon.ts';
+/** Retention windows in days (0 disables a table's sweep), and how far back a replay may reach with them. */
+export { replayWindowDays, type RetentionWindows } from './internal/horizon.ts';
 
 /** The transport prune cycle, its targets, and a dry run. */
 export {

@@ -8,6 +8,12 @@ export interface MqMetrics {
   readonly pruneCycleSeconds: Histogram;
   /** `event_prune_cap_latched{table}`: 1 while a table's sweep is latched after hitting the cap. */
   readonly pruneCapLatched: Gauge<'table'>;
+  /** `event_prune_cycles_total{status}`: transport prune cycles of this process: completed, skipped (another pruner holds the lock), aborted, failed. */
+  readonly pruneCycles: Counter<'status'>;
+  /** `event_prune_last_success_timestamp_seconds`: when this process last completed a transport prune cycle (its start until the first). */
+  readonly pruneLastSuccess: Gauge;
+  /** `event_prune_interval_seconds`: the configured time between prune cycles (EVENT_PRUNE_EVERY_TICKS × the tick), for "not run for two cadences". */
+  readonly pruneInterval: Gauge;
   /** `event_outbox_pending`: rows waiting to be published (not parked). */
   readonly outboxPending: Gauge;
   /** `event_outbox_parked`: rows parked (never retried automatically, never pruned). */
@@ -52,6 +58,9 @@ export function mqMetrics(registry: Registry): MqMetrics {
       registers,
     }),
     pruneCapLatched: new Gauge({ name: 'event_prune_cap_latched', help: '1 while the table\'s sweep is latched after hitting its per-cycle cap (resume: pnpm xtask prune <service> --resume <table>).', labelNames: ['table'], registers }),
+    pruneCycles: new Counter({ name: 'event_prune_cycles_total', help: 'Transport prune cycles run by this process, by status (completed, skipped: another pruner holds the lock, aborted, failed).', labelNames: ['status'], registers }),
+    pruneLastSuccess: new Gauge({ name: 'event_prune_last_success_timestamp_seconds', help: "Unix time this process last completed a transport prune cycle (the worker's start until its first); take the max over a service's replicas: only one of them holds the lock.", registers }),
+    pruneInterval: new Gauge({ name: 'event_prune_interval_seconds', help: 'Configured seconds between transport prune cycles (EVENT_PRUNE_EVERY_TICKS times the tick).', registers }),
     outboxPending: new Gauge({ name: 'event_outbox_pending', help: 'Outbox rows waiting to be published (parked rows excluded).', registers }),
     outboxParked: new Gauge({ name: 'event_outbox_parked', help: 'Outbox rows parked: never retried automatically, never pruned.', registers }),
     deadLetters: new Gauge({ name: 'event_dead_letters', help: 'Dead letters waiting in the transport for the dead-letter consumer.', registers }),

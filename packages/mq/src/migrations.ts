@@ -3,7 +3,7 @@ import type { MigrationSet } from '@craig/db';
 
 /**
  * The schema every service applies to its own database, before its own sets: `event_outbox`,
- * `event_inbox` and `prune_latch`.
+ * `event_inbox`, `prune_latch` and `dedup_horizon_observations`.
  */
 export const MQ_MIGRATIONS: MigrationSet = Object.freeze({ name: 'mq', directory: fileURLToPath(new URL('../sql/', import.meta.url)) });
 

@@ -1,5 +1,5 @@
 // The worker loop: drain before prune, the per-service phase, the cadence, gauges, shutdown.
-import { createClient, type Sql } from '@craig/db';
+import { createClient, LOCK_KEYS, type Sql } from '@craig/db';
 import { eventually, type TestDatabase } from '@craig/testkit';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -87,6 +87,42 @@ describe('OutboxWorker loop', () => {
     expect(result).toMatchObject({ published: 2, drainSkipped: false });
     expect(result.pruned).toBeUndefined();
     expect(lines.some((l) => l.level === WARN && l.msg === 'event retention prune failed')).toBe(true);
+  });
+
+  it('counts prune cycles by status and stamps the last completed one, for the "prune not run" alert', async () => {
+    const registry = new Registry();
+    const value = async (name: string, labels: Record<string, string> = {}) =>
+      (await registry.getMetricsAsJSON()).find((m) => m.name === name)?.values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))?.value;
+    const before = Date.now() / 1000;
+    const w = new OutboxWorker(options({ registry, pruneEveryTicks: 120, pollIntervalMs: 500 }));
+    // Until the first cycle the worker's start counts as the last success; the cadence is exported.
+    expect(await value('event_prune_interval_seconds')).toBe(60);
+    const started = (await value('event_prune_last_success_timestamp_seconds'))!;
+    expect(started).toBeGreaterThanOrEqual(before);
+    await w.pruneExpired();
+    expect(await value('event_prune_cycles_total', { status: 'completed' })).toBe(1);
+    expect((await value('event_prune_last_success_timestamp_seconds'))!).toBeGreaterThanOrEqual(started);
+
+    // Another pruner holds the lock: skipped, the stamp stays.
+    const held = createClient(db.url, { service: 'lock-holder', max: 1 });
+    try {
+      await held.reserve().then(async (conn) => {
+        await conn`select pg_advisory_lock(${LOCK_KEYS.transportPrune.toString()}::bigint)`;
+        const stamp = await value('event_prune_last_success_timestamp_seconds');
+        expect((await w.pruneExpired()).skipped).toBe(true);
+        expect(await value('event_prune_cycles_total', { status: 'skipped' })).toBe(1);
+        expect(await value('event_prune_last_success_timestamp_seconds')).toBe(stamp);
+        await conn`select pg_advisory_unlock(${LOCK_KEYS.transportPrune.toString()}::bigint)`;
+        conn.release();
+      });
+    } finally {
+      await held.end();
+    }
+
+    // A failing cycle counts as failed (and the loop's tick logs it and goes on).
+    const failing = new OutboxWorker(options({ registry, databaseUrl: 'postgres://nobody@127.0.0.1:1/none', pruneEveryTicks: 1 }));
+    await failing.tick();
+    expect(await value('event_prune_cycles_total', { status: 'failed' })).toBe(1);
   });
 
   it('keeps the pending and parked gauges current', async () => {

@@ -83,6 +83,9 @@ export class OutboxWorker {
     this.pollIntervalMs = options.pollIntervalMs ?? POLL_INTERVAL_MS;
     this.maxBackoffMs = options.maxBackoffMs ?? 30_000;
     this.tickNo = pruneJitter(options.service, this.everyTicks);
+    this.metrics.pruneInterval.set((this.everyTicks * this.pollIntervalMs) / 1000);
+    // "Not pruned for two cadences" counts from the worker's start until its first cycle.
+    this.metrics.pruneLastSuccess.set(Date.now() / 1000);
   }
 
   /** The tick counter (starts at the service's jitter; a prune runs when it is a multiple of `pruneEveryTicks`). */
@@ -144,8 +147,22 @@ export class OutboxWorker {
     return total;
   }
 
-  /** One prune cycle now (see {@link pruneTransportTables}). */
-  pruneExpired(options: { signal?: AbortSignal } = {}): Promise<PruneCycleResult> {
+  /** One prune cycle now (see {@link pruneTransportTables}), counted in `event_prune_cycles_total{status}`. */
+  async pruneExpired(options: { signal?: AbortSignal } = {}): Promise<PruneCycleResult> {
+    let result: PruneCycleResult;
+    try {
+      result = await this.pruneCycle(options);
+    } catch (error) {
+      this.metrics.pruneCycles.inc({ status: 'failed' });
+      throw error;
+    }
+    const status = result.skipped ? 'skipped' : result.aborted ? 'aborted' : 'completed';
+    this.metrics.pruneCycles.inc({ status });
+    if (status === 'completed') this.metrics.pruneLastSuccess.set(Date.now() / 1000);
+    return result;
+  }
+
+  private pruneCycle(options: { signal?: AbortSignal }): Promise<PruneCycleResult> {
     return pruneTransportTables({
       databaseUrl: this.options.databaseUrl,
       service: this.options.service,

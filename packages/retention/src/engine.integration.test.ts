@@ -256,6 +256,9 @@ describe('operators', () => {
     expect(await values('archive_rows_total')).toEqual([{ labels: { table: 'audit_events' }, value: 150 }]);
     expect(await values('archive_bytes_total')).toEqual([{ labels: { table: 'audit_events' }, value: report.tables[0]!.bytes }]);
     expect(await values('archive_batches_total')).toEqual([{ labels: { table: 'audit_events', outcome: 'archived' }, value: 2 }]);
+    expect(await values('archive_foreign_objects_total')).toEqual([]);
+    // Everything eligible went: nothing overdue after the cycle.
+    expect(await values('archive_overdue_rows')).toEqual([{ labels: { table: 'audit_events' }, value: 0 }]);
     const batchLines = lines.filter((l) => l.msg === 'archive batch');
     expect(batchLines).toHaveLength(2);
     expect(batchLines[0]).toMatchObject({ service: 'lab', table: 'audit_events', outcome: 'archived', rows: 100, key: expect.stringMatching(/^archive\/lab\/audit_events\//), sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });

@@ -1,4 +1,5 @@
 import { LOCK_KEYS, sessionParameters, withDedicatedSession, type TransactionSql } from '@craig/db';
+import { retentionOverrun } from '@craig/mq';
 import type { ObjectStore } from '@craig/store';
 import pino, { type Logger } from 'pino';
 import postgres from 'postgres';
@@ -9,6 +10,7 @@ import { ArchiveSpecError, PurgeRefusedError, type PurgeRequest } from './errors
 import { CANONICAL_OUTPUT, type LedgerEntry } from './internal/batch-sql.ts';
 import { planTable, type TablePlan } from './internal/catalog.ts';
 import { archiveMetrics } from './internal/metrics.ts';
+import { archiveRetentionSpecs } from './overrun.ts';
 import { archiveTable, type EngineContext } from './internal/table-run.ts';
 import { checkSpecOrder, type ArchiveSpec } from './spec.ts';
 
@@ -175,7 +177,17 @@ async function runCycle(ctx: EngineContext, signal: AbortSignal | undefined): Pr
         } finally {
           await read.end({ timeout: 5 });
         }
-        ctx.logger.info({ tables, ms: Math.round(performance.now() - started) }, 'archive cycle done');
+        // What is still overdue after the cycle (the invariant's count, on the engine's own
+        // predicate): the "archive overrun" alert reads it. Not after an aborted cycle.
+        const overdue: Record<string, number> = {};
+        if (!session.signal.aborted) {
+          for (const spec of archiveRetentionSpecs(options.specs, options.hotWindowDays)) {
+            const o = await retentionOverrun(session.sql, spec);
+            overdue[spec.table] = o.overdueRows;
+            ctx.metrics.overdueRows.set({ table: spec.table }, o.overdueRows);
+          }
+        }
+        ctx.logger.info({ tables, overdue, ms: Math.round(performance.now() - started) }, 'archive cycle done');
         return report(session.signal.aborted ? 'aborted' : 'completed');
       },
       { service: `${options.service}:archive`, ...(signal ? { signal } : {}) },

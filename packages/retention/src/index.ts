@@ -20,7 +20,7 @@ export {
 /** The `onBatchArchived` hook that announces each archived batch through the outbox. */
 export { announceArchivedBatches, type ArchivedBatchPayload, type BatchArchivedHook } from './announce.ts';
 /** The timer loop and on-demand cycle every archiving service composes. */
-export { ArchiveRunner, type ArchiveRunnerOptions } from './runner.ts';
+export { ArchiveRunner, firstArchiveCycleMs, DEFAULT_FIRST_CYCLE_DELAY_SECONDS, type ArchiveRunnerOptions } from './runner.ts';
 /** A service's archive from its deps (engine + runner), and at boot those deps with the object store opened and closed on stop. */
 export { createServiceArchive, openArchiveDeps, type ArchiveDeps, type ArchiveSettingsInput, type ServiceArchiveOptions } from './service-archive.ts';
 /** What to archive: a table, its key and timestamp, its fixpoint (a closed set) and its FK guards. */

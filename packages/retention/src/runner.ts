@@ -1,5 +1,5 @@
 import type { ArchiveEngine, CycleReport } from './engine.ts';
-import { perRegistry, runEvery } from '@craig/mq';
+import { cadencePhase, perRegistry, runEvery } from '@craig/mq';
 import pino, { type Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { ArchiveLeaseHeldError } from './errors.ts';
@@ -10,8 +10,29 @@ export interface ArchiveRunnerOptions {
   readonly everyMinutes: number;
   readonly registry: Registry;
   readonly logger?: Logger;
-  /** Wait before the first cycle; default 5 s (a booting fleet is busy enough). */
+  /**
+   * Settings ARCHIVE_FIRST_CYCLE_DELAY_SECONDS (default {@link DEFAULT_FIRST_CYCLE_DELAY_SECONDS}):
+   * the first timed cycle runs between this and twice this after start, at a phase derived
+   * from the service name ({@link firstArchiveCycleMs}).
+   */
+  readonly firstCycleDelaySeconds?: number;
+  /** Wait before the first cycle exactly, instead of the jittered delay (tests). */
   readonly initialDelayMs?: number;
+}
+
+/** ARCHIVE_FIRST_CYCLE_DELAY_SECONDS's default: the first cycle 5 to 10 minutes after start. */
+export const DEFAULT_FIRST_CYCLE_DELAY_SECONDS = 300;
+
+/**
+ * When a service's first timed archive cycle runs: `delaySeconds` plus a phase in
+ * [0, delaySeconds) from FNV-1a of `<service>:archive` (like the prune jitter: deterministic,
+ * so a service's replicas align and the lease picks one, while the fleet's services spread
+ * instead of all archiving the moment a deploy finishes). 0 means at once.
+ */
+export function firstArchiveCycleMs(service: string, delaySeconds: number): number {
+  if (!Number.isInteger(delaySeconds) || delaySeconds < 0) throw new RangeError(`delaySeconds must be a whole number ≥ 0: ${delaySeconds}`);
+  if (delaySeconds === 0) return 0;
+  return (delaySeconds + cadencePhase(`${service}:archive`, delaySeconds)) * 1000;
 }
 
 const cycleCounter = perRegistry((registry): Counter<'status' | 'trigger'> => new Counter({
@@ -49,9 +70,11 @@ export class ArchiveRunner {
 
   /** The timer loop, until `signal` aborts (the cycle in flight is aborted between batches). */
   async run(signal: AbortSignal): Promise<void> {
+    const firstMs = this.options.initialDelayMs ?? firstArchiveCycleMs(this.options.engine.service, this.options.firstCycleDelaySeconds ?? DEFAULT_FIRST_CYCLE_DELAY_SECONDS);
+    this.logger.info({ firstCycleInMs: firstMs, everyMinutes: this.options.everyMinutes }, 'archive runner started');
     await runEvery(
       signal,
-      { firstMs: this.options.initialDelayMs ?? 5_000, everyMs: this.options.everyMinutes * 60_000 },
+      { firstMs, everyMs: this.options.everyMinutes * 60_000 },
       () => this.cycle('timer', signal),
       // Logged and retried at the next interval: the rows stay hot, nothing is lost.
       (error) => this.logger.error({ err: error }, 'archive cycle failed'),

@@ -126,8 +126,16 @@ describe('occupied keys', () => {
     await seedAudit(10);
     const before = await snapshot('audit_events');
     await fetch(`${server.endpoint}/${server.bucket}/${key}`, { method: 'PUT', body: 'not ours' });
-    const report = await engine({ newArchiveId: () => archiveId }).runCycle();
+    const registry = new Registry();
+    const report = await engine({ newArchiveId: () => archiveId, registry }).runCycle();
     expect(report.tables[0]).toMatchObject({ outcome: 'failed', error: { code: 'foreign_object', key } });
+    // Counted for the "foreign object refused" alert; the rows it left hot are overdue, for the overrun alert.
+    const values = async (name: string) => (await registry.getSingleMetric(name)!.get()).values;
+    expect(await values('archive_foreign_objects_total')).toEqual([{ labels: { table: 'audit_events' }, value: 1 }]);
+    expect(await values('archive_overdue_rows')).toEqual([
+      { labels: { table: 'audit_events' }, value: 10 },
+      { labels: { table: 'jobs' }, value: 0 },
+    ]);
     // A foreign object is no outage: the next table still runs.
     expect(report.tables[1]).toMatchObject({ table: 'jobs', outcome: 'drained' });
     expect(await snapshot('audit_events')).toEqual(before);

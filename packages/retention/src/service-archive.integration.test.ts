@@ -22,10 +22,11 @@ describe('openArchiveDeps', () => {
         hotWindowDays: 120,
         prefix: 'archive',
         everyMinutes: 15,
+        firstCycleDelaySeconds: 45,
       },
       { logger: pino({ level: 'silent' }), onStop: (name, stop) => void stops.push({ name, stop }) },
     );
-    expect({ hotWindowDays: deps.hotWindowDays, prefix: deps.prefix, everyMinutes: deps.everyMinutes }).toEqual({ hotWindowDays: 120, prefix: 'archive', everyMinutes: 15 });
+    expect({ hotWindowDays: deps.hotWindowDays, prefix: deps.prefix, everyMinutes: deps.everyMinutes, firstCycleDelaySeconds: deps.firstCycleDelaySeconds }).toEqual({ hotWindowDays: 120, prefix: 'archive', everyMinutes: 15, firstCycleDelaySeconds: 45 });
     expect(stops.map((s) => s.name)).toEqual(['object store']);
 
     const bytes = new TextEncoder().encode('{"id":1}\n');

@@ -8,14 +8,16 @@ import { createArchiveEngine, type ArchiveEngine, type ArchivedBatch } from './e
 import { ArchiveRunner } from './runner.ts';
 import type { ArchiveSpec } from './spec.ts';
 
-/** A service's archive dependencies: the object store and settings ARCHIVE_HOT_WINDOW_DAYS, ARCHIVE_PREFIX, ARCHIVE_EVERY_MINUTES. */
+/** A service's archive dependencies: the object store and settings ARCHIVE_HOT_WINDOW_DAYS, ARCHIVE_PREFIX, ARCHIVE_EVERY_MINUTES, ARCHIVE_FIRST_CYCLE_DELAY_SECONDS. */
 export interface ArchiveDeps {
   /** `createObjectStore(settings.archive.objectStore, …)` ({@link openArchiveDeps} at boot). */
   readonly store: ObjectStore;
   readonly hotWindowDays: number;
   readonly prefix: string;
   readonly everyMinutes: number;
-  /** Wait before the first timed cycle (tests); default 5 s. */
+  /** ARCHIVE_FIRST_CYCLE_DELAY_SECONDS: the first timed cycle between this and twice this after start (default 300). */
+  readonly firstCycleDelaySeconds?: number;
+  /** Wait exactly this long before the first timed cycle instead (tests). */
   readonly initialDelayMs?: number;
 }
 
@@ -49,6 +51,7 @@ export function createServiceArchive(options: ServiceArchiveOptions): { readonly
     everyMinutes: options.archive.everyMinutes,
     registry: options.registry,
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.archive.firstCycleDelaySeconds === undefined ? {} : { firstCycleDelaySeconds: options.archive.firstCycleDelaySeconds }),
     ...(options.archive.initialDelayMs === undefined ? {} : { initialDelayMs: options.archive.initialDelayMs }),
   });
   return { engine, runner };
@@ -60,6 +63,7 @@ export interface ArchiveSettingsInput {
   readonly hotWindowDays: number;
   readonly prefix: string;
   readonly everyMinutes: number;
+  readonly firstCycleDelaySeconds: number;
 }
 
 /**
@@ -74,5 +78,5 @@ export function openArchiveDeps(settings: ArchiveSettingsInput, context: { reado
     abort.abort();
     store.close();
   });
-  return { store, hotWindowDays: settings.hotWindowDays, prefix: settings.prefix, everyMinutes: settings.everyMinutes };
+  return { store, hotWindowDays: settings.hotWindowDays, prefix: settings.prefix, everyMinutes: settings.everyMinutes, firstCycleDelaySeconds: settings.firstCycleDelaySeconds };
 }

@@ -18,6 +18,8 @@ export interface FleetService {
 export interface FleetMember<S extends FleetService> {
   readonly name: string;
   readonly migrations: readonly MigrationSet[];
+  /** The member's transport-sweep windows (EVENT_OUTBOX/INBOX_RETENTION_DAYS); default 30 / 31. */
+  readonly retention?: { readonly outboxDays: number; readonly inboxDays: number };
   /** `suffix` is unique per fleet on RabbitMQ (append it to consumer names), empty on the bus. */
   build(deps: CommonDeps & { readonly outbox: { readonly pollIntervalMs: number } }, suffix: string): S;
 }
@@ -28,14 +30,18 @@ export interface Fleet<P extends FleetService, C extends FleetService> {
   readonly consumer: C;
   /** Every event the listener received (patterns `listen`), in arrival order. */
   readonly events: EventEnvelope[];
+  /** The members' pools (their own databases). */
+  readonly sql: { readonly producer: Sql; readonly consumer: Sql };
   stop(): Promise<void>;
 }
 
 /**
  * A producer and a consumer service over a real transport (its own PostgreSQL bus database, or
  * its own RabbitMQ exchange `craig.test.flow.<random>` with suffixed consumer names), each on its
- * own migrated database and transport connection, plus a listener on `listen`. `stop` stops
- * everything and deletes the databases, queues and exchanges.
+ * own migrated database and transport connection with its own windows, plus a listener on
+ * `listen`. The consumer's declared consumers are subscribed as the boot helper does (its
+ * registry, its dedup-horizon check). `stop` stops everything and deletes the databases,
+ * queues and exchanges.
  */
 export async function startFleet<P extends FleetService, C extends FleetService>(
   kind: TransportKind,
@@ -56,17 +62,23 @@ export async function startFleet<P extends FleetService, C extends FleetService>
     registry: new Registry(),
     adminToken: ADMIN_TOKEN,
     transport: transports[i],
-    retention: { outboxDays: 30, inboxDays: 31 },
+    retention: members[i].retention ?? { outboxDays: 30, inboxDays: 31 },
     outboxMaxAttempts: 10,
     outbox: { pollIntervalMs: 50 },
   });
+  const consumerDeps = deps(1);
   const producer = options.producer.build(deps(0), suffix);
-  const consumer = options.consumer.build(deps(1), suffix);
+  const consumer = options.consumer.build(consumerDeps, suffix);
   const events: EventEnvelope[] = [];
   const specs = consumer.consumers ?? [];
   queues.push(...specs.map((s) => s.consumer));
   const subscriptions: Subscription[] = [
-    ...(await Promise.all(specs.map((spec) => startConsumer({ ...spec, maxRetries: 3, transport: consumerTransport, sql: pools[1]! })))),
+    // As the boot helper subscribes them: the consumer's registry, and its inbox window for the dedup-horizon check.
+    ...(await Promise.all(
+      specs.map((spec) =>
+        startConsumer({ ...spec, maxRetries: 3, transport: consumerTransport, sql: pools[1]!, registry: consumerDeps.registry, horizon: { service: options.consumer.name, inboxDays: consumerDeps.retention.inboxDays } }),
+      ),
+    )),
     await listenerTransport.subscribe({ consumer: listener, patterns: [...options.listen], maxRetries: 0 }, async (d) => void events.push(decodeEnvelope(d.body))),
   ];
   const stop = new AbortController();
@@ -75,6 +87,7 @@ export async function startFleet<P extends FleetService, C extends FleetService>
     producer,
     consumer,
     events,
+    sql: { producer: pools[0]!, consumer: pools[1]! },
     async stop() {
       stop.abort();
       await Promise.all(workers);

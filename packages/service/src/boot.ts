@@ -148,7 +148,8 @@ export async function bootService<S extends BaseSettings>(settings: S, logger: L
   }
   for (const spec of parts.consumers ?? []) {
     const { handler, maxRetries, ...subscribe } = spec;
-    const subscription = await startConsumer({ ...subscribe, maxRetries: maxRetries ?? settings.inbox.maxRetries, transport, sql, handler, registry, logger });
+    const horizon = { service, inboxDays: settings.retention.inboxDays };
+    const subscription = await startConsumer({ ...subscribe, maxRetries: maxRetries ?? settings.inbox.maxRetries, transport, sql, handler, registry, logger, horizon });
     life.add(`consumer ${spec.consumer}`, () => subscription.close());
   }
   for (const task of parts.background ?? []) {

@@ -166,14 +166,15 @@ describe('subscriptionTask', () => {
 });
 
 describe('consumerOptions', () => {
-  it('passes INBOX_MAX_RETRIES and the test tuning only when given', () => {
+  it('passes INBOX_MAX_RETRIES, the dedup-horizon check (service and inbox window), and the test tuning only when given', () => {
     const deps = { sql: {} as never, databaseUrl: 'postgres://x', registry: {} as never, adminToken: 't', transport: {} as never, retention: { outboxDays: 1, inboxDays: 2 }, outboxMaxAttempts: 3, inboxMaxRetries: 5 };
     const logger = pino({ level: 'silent' });
-    const plain = consumerOptions(deps, logger);
+    const plain = consumerOptions('cases', deps, logger);
     expect(plain.maxRetries).toBe(5);
+    expect(plain.horizon).toEqual({ service: 'cases', inboxDays: 2 });
     expect(plain.logger).toBe(logger);
     expect('prefetch' in plain || 'retryDelayMs' in plain).toBe(false);
     const retryDelayMs = (attempt: number) => attempt * 10;
-    expect(consumerOptions({ ...deps, consumers: { prefetch: 2, retryDelayMs } }, logger)).toMatchObject({ prefetch: 2, retryDelayMs });
+    expect(consumerOptions('cases', { ...deps, consumers: { prefetch: 2, retryDelayMs } }, logger)).toMatchObject({ prefetch: 2, retryDelayMs });
   });
 });

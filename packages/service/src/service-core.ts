@@ -1,7 +1,7 @@
 // What every service's `createService` builds first: the HTTP app with the event admin routes
 // and the outbox worker, from the dependencies every service takes.
 import type { Sql } from '@craig/db';
-import { OutboxWorker, type RetentionWindows, type Transport } from '@craig/mq';
+import { OutboxWorker, type DedupHorizonOptions, type RetentionWindows, type Transport } from '@craig/mq';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -97,21 +97,25 @@ export interface ConsumerOptions {
   readonly maxRetries: number;
   readonly registry: Registry;
   readonly logger?: Logger;
+  /** The service and its inbox window: every delivery's producer windows are checked against it (pass it to `startConsumer`). */
+  readonly horizon: DedupHorizonOptions;
   readonly prefetch?: number;
   readonly retryDelayMs?: (attempt: number) => number;
 }
 
 /**
  * The options every `start…Consumer` of a service takes, from its deps: the transport, the
- * pool, INBOX_MAX_RETRIES, the registry and logger, and the test tuning when given.
+ * pool, INBOX_MAX_RETRIES, the registry and logger, the dedup-horizon check (the service and
+ * its inbox window), and the test tuning when given.
  */
-export function consumerOptions(deps: ServiceCoreDeps & ConsumerDeps, logger: Logger): ConsumerOptions {
+export function consumerOptions(service: string, deps: ServiceCoreDeps & ConsumerDeps, logger: Logger): ConsumerOptions {
   return {
     transport: deps.transport,
     sql: deps.sql,
     maxRetries: deps.inboxMaxRetries,
     registry: deps.registry,
     logger,
+    horizon: { service, inboxDays: deps.retention.inboxDays },
     ...(deps.consumers?.prefetch === undefined ? {} : { prefetch: deps.consumers.prefetch }),
     ...(deps.consumers?.retryDelayMs ? { retryDelayMs: deps.consumers.retryDelayMs } : {}),
   };

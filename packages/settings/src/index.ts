@@ -3,7 +3,7 @@
  * `CRAIG__<KEY>` defaults. Only a service's `main.ts` and xtask call the loader; libraries take
  * the typed result.
  */
-export { loadServiceSettings, type Env } from './load.ts';
+export { loadServiceSettings, loadSettingsParts, settingSource, type Env, type SettingSource } from './load.ts';
 export { SettingsError, formatIssue, type SettingsIssue } from './errors.ts';
 export {
   SERVICE_NAMES,
@@ -29,5 +29,7 @@ export type {
   SendJobSettings,
   ServiceSettings,
   SettingsFor,
+  SettingsPart,
+  SettingsParts,
   TransportSettings,
 } from './types.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defineServiceProfile, loadServiceSettings, SERVICE_PROFILES, SettingsError, type Env, type ServiceName, type SettingsIssue } from './index.ts';
+import { defineServiceProfile, loadServiceSettings, loadSettingsParts, SERVICE_PROFILES, settingSource, SettingsError, type Env, type ServiceName, type SettingsIssue } from './index.ts';
 
 const base: Env = {
   CRAIG_CASES__DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/cases',
@@ -157,6 +157,13 @@ describe('loadServiceSettings', () => {
       expect(s.archive.hotWindowDays).toBe(90);
     });
 
+    it('loads ARCHIVE_FIRST_CYCLE_DELAY_SECONDS: 300 by default, 0 … 86400 seconds', () => {
+      expect(loadServiceSettings('security', security).archive.firstCycleDelaySeconds).toBe(300);
+      expect(loadServiceSettings('security', { ...security, CRAIG__ARCHIVE_FIRST_CYCLE_DELAY_SECONDS: '0' }).archive.firstCycleDelaySeconds).toBe(0);
+      const { issues } = problems('security', { ...security, CRAIG_SECURITY__ARCHIVE_FIRST_CYCLE_DELAY_SECONDS: '86401' });
+      expect(issues).toEqual([expect.objectContaining({ variable: 'CRAIG_SECURITY__ARCHIVE_FIRST_CYCLE_DELAY_SECONDS', value: '86401' })]);
+    });
+
     it.each(['local', 'file'])('refuses backend %j, saying why', (backend) => {
       const { error } = problems('security', { ...security, CRAIG_SECURITY__OBJECT_STORE_BACKEND: backend });
       expect(error.message).toContain(`CRAIG_SECURITY__OBJECT_STORE_BACKEND=${JSON.stringify(backend)}`);
@@ -280,5 +287,62 @@ describe('loadServiceSettings', () => {
     });
     expect(s.service).toBe('audit-lab');
     expect(s.archive?.hotWindowDays).toBe(30);
+  });
+});
+
+describe('loadSettingsParts', () => {
+  // What `pnpm xtask prune` has on an operator's machine: the database and the windows, no token, no bus.
+  const tool: Env = { CRAIG_SECURITY__DATABASE_URL: 'postgres://postgres@127.0.0.1/security', CRAIG__EVENT_OUTBOX_RETENTION_DAYS: '10' };
+
+  it('loads only the parts asked for: no admin token, bus URL or object store needed', () => {
+    const s = loadSettingsParts('security', tool, ['databaseUrl', 'retention', 'archive']);
+    expect(s).toEqual({
+      service: 'security',
+      databaseUrl: 'postgres://postgres@127.0.0.1/security',
+      retention: { outboxDays: 10, inboxDays: 31 },
+      archive: { hotWindowDays: 90, prefix: 'archive', everyMinutes: 60, firstCycleDelaySeconds: 300 },
+    });
+    expect(Object.isFrozen(s.retention)).toBe(true);
+    // The same environment is refused by the whole loader: the service itself needs the rest.
+    expect(() => loadServiceSettings('security', tool)).toThrow(/ADMIN_TOKEN\(unset\) is required/);
+  });
+
+  it('adds the object store with objectStore, required and cross-checked as for the service', () => {
+    expect(() => loadSettingsParts('security', tool, ['databaseUrl', 'archive', 'objectStore'])).toThrow(/OBJECT_STORE_BUCKET\(unset\) is required/);
+    const { issues } = (() => {
+      try {
+        loadSettingsParts('security', { ...tool, CRAIG__OBJECT_STORE_BACKEND: 's3', CRAIG__OBJECT_STORE_BUCKET: 'craig-archive', CRAIG__OBJECT_STORE_ACCESS_KEY_ID: 'AKIA' }, ['objectStore']);
+      } catch (error) {
+        return error as SettingsError;
+      }
+      throw new Error('expected a SettingsError');
+    })();
+    expect(issues.map((i) => i.variable)).toEqual(['CRAIG_SECURITY__OBJECT_STORE_SECRET_ACCESS_KEY']);
+  });
+
+  it('validates the parts it loads, with the dedup horizon when both windows are loaded', () => {
+    expect(() => loadSettingsParts('cases', { CRAIG_CASES__EVENT_INBOX_RETENTION_DAYS: '30' }, ['retention'])).toThrow(
+      /CRAIG_CASES__EVENT_INBOX_RETENTION_DAYS="30" must be at least CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS \+ 1 = 31/,
+    );
+    expect(() => loadSettingsParts('cases', { CRAIG_CASES__DATABASE_URL: 'mysql://x' }, ['databaseUrl'])).toThrow(/CRAIG_CASES__DATABASE_URL="mysql:\/\/x"/);
+  });
+
+  it('still refuses unknown keys against the whole profile, and ignores bad values of parts it does not load', () => {
+    expect(() => loadSettingsParts('cases', { CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAY: '10' }, ['retention'])).toThrow(/did you mean CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS/);
+    expect(loadSettingsParts('cases', { CRAIG_CASES__ADMIN_TOKEN: 'short', CRAIG_CASES__TRANSPORT: 'kafka' }, ['retention']).retention).toEqual({ outboxDays: 30, inboxDays: 31 });
+  });
+
+  it('leaves out the sections a profile does not have', () => {
+    expect(loadSettingsParts('cases', {}, ['retention', 'archive', 'cleanup'])).toEqual({ service: 'cases', retention: { outboxDays: 30, inboxDays: 31 } });
+    expect(loadSettingsParts('financial', {}, ['reconcile']).reconcile).toEqual({ settledRetentionDays: 90 });
+  });
+});
+
+describe('settingSource', () => {
+  it('names the variable a value comes from: the service key, the fleet key, or the default', () => {
+    expect(settingSource('cases', 'EVENT_OUTBOX_RETENTION_DAYS', {})).toEqual({ variable: 'CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS', raw: '30', fromDefault: true });
+    expect(settingSource('cases', 'EVENT_OUTBOX_RETENTION_DAYS', { CRAIG__EVENT_OUTBOX_RETENTION_DAYS: '7' })).toEqual({ variable: 'CRAIG__EVENT_OUTBOX_RETENTION_DAYS', raw: '7', fromDefault: false });
+    expect(settingSource('cases', 'EVENT_OUTBOX_RETENTION_DAYS', { CRAIG__EVENT_OUTBOX_RETENTION_DAYS: '7', CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS: '8' }).variable).toBe('CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS');
+    expect(() => settingSource('cases', 'ARCHIVE_PREFIX', {})).toThrow(/cases has no setting ARCHIVE_PREFIX/);
   });
 });

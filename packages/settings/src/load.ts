@@ -2,7 +2,7 @@ import { SettingsError, type SettingsIssue } from './errors.ts';
 import type { SettingDef } from './internal/defs.ts';
 import { closest } from './internal/levenshtein.ts';
 import { allKnownKeys, isServiceName, SERVICE_PROFILES, type ServiceName, type ServiceProfile } from './profiles.ts';
-import type { ServiceSettings, SettingsFor } from './types.ts';
+import type { ServiceSettings, SettingsFor, SettingsPart, SettingsParts } from './types.ts';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -27,8 +27,53 @@ export function loadServiceSettings(service: ServiceProfile, env?: Env): Service
 // eslint-disable-next-line no-restricted-properties -- the documented default; callers in libraries pass env explicitly
 export function loadServiceSettings(service: ServiceName | ServiceProfile, env: Env = process.env): ServiceSettings {
   const profile = typeof service === 'string' ? profileOf(service) : service;
+  return load(profile, env, () => true) as unknown as ServiceSettings;
+}
+
+/**
+ * Load only some parts of a service's settings: what a tool needs (`pnpm xtask prune` needs the
+ * database URL and the windows, not the admin token or the bus URL). The parts asked for are
+ * read, validated and cross-checked exactly as {@link loadServiceSettings} does (the dedup
+ * horizon when both windows are loaded, the credential pair with the object store); the others
+ * are neither required nor parsed. Unknown keys are still refused against the whole profile, so
+ * a typo never passes because the tool did not need that part.
+ */
+export function loadSettingsParts<K extends SettingsPart>(service: ServiceName | ServiceProfile, env: Env, parts: readonly K[]): SettingsParts<K> {
+  const profile = typeof service === 'string' ? profileOf(service) : service;
+  const wanted = new Set<SettingsPart>(parts);
+  return load(profile, env, (def) => wanted.has(partOf(def))) as unknown as SettingsParts<K>;
+}
+
+/**
+ * The variable a setting of `service` is read from in `env`, its raw value, and whether that is
+ * the default: what a tool names when it reports a value (a fleet check, say).
+ */
+export function settingSource(service: ServiceName | ServiceProfile, key: string, env: Env): SettingSource {
+  const profile = typeof service === 'string' ? profileOf(service) : service;
+  const def = profile.defs.find((d) => d.key === key);
+  if (!def) throw new TypeError(`service ${profile.name} has no setting ${key}`);
+  const { variable, raw, fromDefault } = resolve(profile, def, env);
+  return { variable, raw, fromDefault };
+}
+
+/** Where a setting's value comes from (see {@link settingSource}). */
+export interface SettingSource {
+  /** `CRAIG_<SVC>__<KEY>` or `CRAIG__<KEY>` when set there; `CRAIG_<SVC>__<KEY>` when defaulted or unset. */
+  readonly variable: string;
+  readonly raw: string | undefined;
+  readonly fromDefault: boolean;
+}
+
+/** The part of the settings a def belongs to: its top-level key, or `objectStore` for `archive.objectStore.*`. */
+function partOf(def: SettingDef): SettingsPart {
+  if (def.path.startsWith('archive.objectStore.')) return 'objectStore';
+  return def.path.split('.')[0] as SettingsPart;
+}
+
+function load(profile: ServiceProfile, env: Env, include: (def: SettingDef) => boolean): Record<string, unknown> {
   const issues: SettingsIssue[] = [...unknownKeys(profile, env)];
-  const resolved = profile.defs.map((def) => resolve(profile, def, env));
+  const defs = profile.defs.filter(include);
+  const resolved = defs.map((def) => resolve(profile, def, env));
   const values = new Map<string, unknown>();
 
   for (const r of resolved) {
@@ -47,7 +92,7 @@ export function loadServiceSettings(service: ServiceName | ServiceProfile, env: 
   const byKey = new Map(resolved.map((r) => [r.def.key, r]));
   issues.push(...crossFieldIssues(profile, values, byKey));
   if (issues.length > 0) throw new SettingsError(profile.name, issues);
-  return deepFreeze(assemble(profile, values));
+  return deepFreeze(assemble(profile, defs, values));
 }
 
 function profileOf(name: string): ServiceProfile {
@@ -128,7 +173,7 @@ function crossFieldIssues(profile: ServiceProfile, values: Map<string, unknown>,
     issues.push(issue(at('BUS_DATABASE_URL'), 'is required when TRANSPORT=postgres (the bus database shared by the fleet)'));
   }
 
-  if (profile.archive) {
+  if (profile.archive && byKey.has('OBJECT_STORE_ACCESS_KEY_ID')) {
     const id = at('OBJECT_STORE_ACCESS_KEY_ID');
     const secret = at('OBJECT_STORE_SECRET_ACCESS_KEY');
     if ((id.raw === undefined) !== (secret.raw === undefined)) {
@@ -172,17 +217,19 @@ function redactUrlPassword(raw: string): string {
   return raw;
 }
 
-function assemble(profile: ServiceProfile, values: Map<string, unknown>): ServiceSettings {
+function assemble(profile: ServiceProfile, defs: readonly SettingDef[], values: Map<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { service: profile.name };
-  for (const def of profile.defs) setPath(out, def.path, values.get(def.key));
-  const t = out.transport as Record<string, unknown>;
-  out.transport =
-    t.kind === 'rabbitmq'
-      ? { kind: 'rabbitmq', amqpUrl: t.amqpUrl, exchange: t.exchange }
-      : { kind: 'postgres', busDatabaseUrl: t.busDatabaseUrl, exchange: t.exchange };
+  for (const def of defs) setPath(out, def.path, values.get(def.key));
+  const t = out.transport as Record<string, unknown> | undefined;
+  if (t) {
+    out.transport =
+      t.kind === 'rabbitmq'
+        ? { kind: 'rabbitmq', amqpUrl: t.amqpUrl, exchange: t.exchange }
+        : { kind: 'postgres', busDatabaseUrl: t.busDatabaseUrl, exchange: t.exchange };
+  }
   if (!profile.archive) delete out.archive;
   if (!profile.cleanup) delete out.cleanup;
-  return out as unknown as ServiceSettings;
+  return out;
 }
 
 function setPath(target: Record<string, unknown>, path: string, value: unknown): void {

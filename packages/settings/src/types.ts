@@ -20,6 +20,8 @@ export interface ArchiveSettings {
   readonly hotWindowDays: number;
   readonly prefix: string;
   readonly everyMinutes: number;
+  /** ARCHIVE_FIRST_CYCLE_DELAY_SECONDS: the first timed cycle runs between this and twice this after start (a per-service phase). */
+  readonly firstCycleDelaySeconds: number;
   readonly objectStore: ObjectStoreSettings;
 }
 
@@ -73,3 +75,21 @@ export type SettingsFor<S extends string> = BaseSettings &
   (S extends 'inventory' ? { readonly cleanup: CleanupSettings } : unknown) &
   (S extends 'financial' ? { readonly reconcile: ReconcileSweepSettings } : unknown) &
   (S extends 'exchange' ? { readonly sendJobs: SendJobSettings } : unknown);
+
+/**
+ * A part of the settings `loadSettingsParts` can load on its own: a top-level key of the typed
+ * settings, except that `archive` leaves out the object store, which is the part `objectStore`.
+ */
+export type SettingsPart = Exclude<keyof ServiceSettings, 'service' | 'archive'> | 'archive' | 'objectStore';
+
+type ArchivePart<K extends SettingsPart> = 'archive' extends K
+  ? { readonly archive?: 'objectStore' extends K ? ArchiveSettings : Omit<ArchiveSettings, 'objectStore'> }
+  : 'objectStore' extends K
+    ? { readonly archive?: Pick<ArchiveSettings, 'objectStore'> }
+    : unknown;
+
+/**
+ * What `loadSettingsParts(service, env, parts)` returns: the service name and the parts asked for
+ * (the optional sections, archive, cleanup and the local sweeps, present when the profile has them).
+ */
+export type SettingsParts<K extends SettingsPart> = { readonly service: string } & Pick<ServiceSettings, Exclude<K, 'archive' | 'objectStore'>> & ArchivePart<K>;

@@ -2,6 +2,7 @@
 // it: the event is published if and only if the row change commits.
 import type { Sql, TransactionSql } from '@craig/db';
 import { stageEvent } from '@craig/mq';
+import { CASES_EVENTS } from './events.ts';
 import { CaseAlreadyClosedError, CaseNotFoundError } from './errors.ts';
 
 /** Longest subject accepted (the table's check constraint says the same). */
@@ -29,7 +30,7 @@ const toCase = (r: DbCase): CaseRow => ({ id: r.id, subject: r.subject, openedAt
 export async function openCase(tx: TransactionSql, subject: string): Promise<CaseRow> {
   const [row] = await tx<DbCase[]>`insert into cases (subject) values (${subject}) returning id, subject, opened_at, closed_at`;
   const opened = toCase(row!);
-  await stageEvent(tx, { aggregateType: 'case', aggregateId: opened.id, eventType: 'case.opened', payload: { caseId: opened.id, openedAt: opened.openedAt } });
+  await stageEvent(tx, { aggregateType: 'case', aggregateId: opened.id, eventType: CASES_EVENTS.type('case.opened'), payload: { caseId: opened.id, openedAt: opened.openedAt } });
   return opened;
 }
 
@@ -45,7 +46,7 @@ export async function closeCase(tx: TransactionSql, caseId: string): Promise<Cas
     throw new CaseAlreadyClosedError(caseId, existing.closed_at!.toISOString());
   }
   const closed = toCase(row);
-  await stageEvent(tx, { aggregateType: 'case', aggregateId: closed.id, eventType: 'case.closed', payload: { caseId: closed.id, closedAt: closed.closedAt } });
+  await stageEvent(tx, { aggregateType: 'case', aggregateId: closed.id, eventType: CASES_EVENTS.type('case.closed'), payload: { caseId: closed.id, closedAt: closed.closedAt } });
   return closed;
 }
 

@@ -13,3 +13,5 @@ export { openCase, closeCase, getCase, listCases, MAX_SUBJECT_LENGTH, MAX_CASES_
 export { CaseNotFoundError, CaseAlreadyClosedError } from './errors.ts';
 /** Aged history and traffic for `pnpm xtask devstack`. */
 export { demo } from './demo.ts';
+/** What the service publishes and consumes (`pnpm xtask fleet check` reads the subscription graph from it). */
+export { CASES_EVENTS } from './events.ts';

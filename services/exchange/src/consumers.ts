@@ -3,12 +3,13 @@ import type { TransactionSql } from '@craig/db';
 import { InvalidEventError, startConsumer, type EventEnvelope, type Subscription } from '@craig/mq';
 import pino from 'pino';
 import { startScreening } from './screenings.ts';
+import { EXCHANGE_EVENTS } from './events.ts';
 import { queueSendJob } from './send-jobs.ts';
 
 /** The inbox consumer of opened cases. */
-export const CASES_CONSUMER = 'exchange.cases';
+export const CASES_CONSUMER = EXCHANGE_EVENTS.consumer('exchange.cases').consumer;
 /** Exchange reacts to opened cases only. */
-export const CASES_PATTERNS: readonly string[] = Object.freeze(['case.opened']);
+export const CASES_PATTERNS: readonly string[] = EXCHANGE_EVENTS.consumer('exchange.cases').patterns;
 /** Where a case's send job goes when the event names no destination. */
 export const DEFAULT_DESTINATION = 'ssa-gateway';
 /** Most people one screening run takes from an event. */
@@ -54,7 +55,7 @@ export async function onCaseOpened(tx: TransactionSql, event: EventEnvelope): Pr
   await startScreening(tx, { caseId: opened.caseId, personRefs: opened.personRefs });
 }
 
-/** The transport, pool, retries, registry and logger (`consumerOptions(deps, logger)` from @craig/service). */
+/** The transport, pool, retries, registry, logger and dedup-horizon check (`consumerOptions(service, deps, logger)` from @craig/service). */
 export type CasesConsumerOptions = ConsumerOptions;
 
 /** Subscribe `exchange.cases` to `case.opened` with the inbox-wrapped {@link onCaseOpened}. */
@@ -66,6 +67,7 @@ export function startCasesConsumer(options: CasesConsumerOptions): Promise<Subsc
     patterns: CASES_PATTERNS,
     maxRetries: options.maxRetries,
     registry: options.registry,
+    horizon: options.horizon,
     logger: options.logger ?? pino({ level: 'silent' }),
     handler: (event, tx) => onCaseOpened(tx, event),
     ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),

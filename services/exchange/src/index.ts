@@ -36,3 +36,5 @@ export { startScreening, getScreening, invalidateScreening, TERMINAL_MEMBER_STAT
 export { ExchangeError, InvalidQueryError, SendJobNotFoundError, SendJobTerminalError, ScreeningNotFoundError, ScreeningPastFreshnessError } from './errors.ts';
 /** What the devstack seeds and drives. */
 export { demo } from './demo.ts';
+/** What the service publishes and consumes (`pnpm xtask fleet check` reads the subscription graph from it). */
+export { EXCHANGE_EVENTS } from './events.ts';

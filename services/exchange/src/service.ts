@@ -84,6 +84,6 @@ export function createService(deps: ExchangeDeps): ExchangeService {
     sendJobSweep,
     engine,
     archive,
-    startConsumers: () => startCasesConsumer(consumerOptions(deps, logger)),
+    startConsumers: () => startCasesConsumer(consumerOptions('exchange', deps, logger)),
   };
 }

@@ -1,12 +1,13 @@
 import type { ConsumerOptions } from '@craig/service';
 import { startConsumer, type Subscription } from '@craig/mq';
+import { FINANCIAL_EVENTS } from './events.ts';
 import { enqueueFromEvent } from './reconcile-store.ts';
 
 /** The inbox consumer that feeds the reconcile queue. */
-export const PLACEMENTS_CONSUMER = 'financial.placements';
-export const PLACEMENT_PATTERNS: readonly string[] = Object.freeze(['placement.*']);
+export const PLACEMENTS_CONSUMER = FINANCIAL_EVENTS.consumer('financial.placements').consumer;
+export const PLACEMENT_PATTERNS: readonly string[] = FINANCIAL_EVENTS.consumer('financial.placements').patterns;
 
-/** The transport, pool, retries, registry and logger (`consumerOptions(deps, logger)` from @craig/service). */
+/** The transport, pool, retries, registry, logger and dedup-horizon check (`consumerOptions(service, deps, logger)` from @craig/service). */
 export type PlacementConsumerOptions = ConsumerOptions;
 
 /**
@@ -22,6 +23,7 @@ export function startPlacementConsumer(options: PlacementConsumerOptions): Promi
     patterns: PLACEMENT_PATTERNS,
     maxRetries: options.maxRetries,
     registry: options.registry,
+    horizon: options.horizon,
     ...(options.logger ? { logger: options.logger } : {}),
     handler: async (event, tx) => {
       await enqueueFromEvent(tx, event);

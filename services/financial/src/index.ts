@@ -46,3 +46,5 @@ export { SweepRunner, SWEEP_EVERY_MS, type SweepRunnerOptions } from './sweep-ru
 export { FinancialError, InvalidRequestError, SubsidyImportExistsError, SweepLockHeldError } from './errors.ts';
 /** What the devstack seeds and drives. */
 export { demo } from './demo.ts';
+/** What the service publishes and consumes (`pnpm xtask fleet check` reads the subscription graph from it). */
+export { FINANCIAL_EVENTS } from './events.ts';

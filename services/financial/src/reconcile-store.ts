@@ -1,13 +1,14 @@
 import type { Sql, TransactionSql } from '@craig/db';
 import { stageEvent, type EventEnvelope } from '@craig/mq';
 import { SubsidyImportExistsError } from './errors.ts';
+import { FINANCIAL_EVENTS } from './events.ts';
 import type { ImportRequest } from './import-request.ts';
 
 export const QUEUE_STATUSES = ['pending', 'matched', 'settled', 'failed'] as const;
 export type QueueStatus = (typeof QUEUE_STATUSES)[number];
 
 /** The event each settled row announces. */
-export const SUBSIDY_SETTLED_EVENT = 'subsidy.settled';
+export const SUBSIDY_SETTLED_EVENT = FINANCIAL_EVENTS.type('subsidy.settled');
 /** Most rows one settle call takes (each stages one event in the same transaction). */
 export const MAX_SETTLE_BATCH = 1000;
 export const DEFAULT_SETTLE_BATCH = 500;

@@ -49,6 +49,6 @@ export function createService(deps: FinancialDeps): FinancialService {
     app,
     outbox,
     sweep,
-    startConsumers: () => startPlacementConsumer(consumerOptions(deps, logger)),
+    startConsumers: () => startPlacementConsumer(consumerOptions('financial', deps, logger)),
   };
 }

@@ -11,3 +11,5 @@ export { inventoryMigrationSets, INVENTORY_MIGRATIONS_DIRECTORY } from './migrat
 export { InventoryStore, MAX_ITEMS_PER_PAGE, type LibraryRow, type ProviderItem, type ServerRow } from './inventory-store.ts';
 /** What `pnpm xtask devstack` runs: aged history, sync traffic over the HTTP API, the tables it counts. */
 export { demo, createInventoryDemo, seedInventoryHistory, DemoRequestFailed, INVENTORY_DEMO_TABLES, type InventoryDemoOptions } from './demo.ts';
+/** What the service publishes and consumes (`pnpm xtask fleet check` reads the subscription graph from it). */
+export { INVENTORY_EVENTS } from './events.ts';

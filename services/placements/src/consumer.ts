@@ -1,8 +1,9 @@
-import { applyCaseEvent, CASE_EVENT_PATTERNS, type ConsumerSpec } from '@craig/service';
+import { applyCaseEvent, type ConsumerSpec } from '@craig/service';
+import { PLACEMENTS_EVENTS } from './events.ts';
 import { endPlacementsOfCase } from './placement-store.ts';
 
 /** The durable consumer name of the `case.*` subscription. */
-export const CASES_CONSUMER = 'placements.cases';
+export const CASES_CONSUMER = PLACEMENTS_EVENTS.consumer('placements.cases').consumer;
 
 /**
  * The `case.*` consumer: keeps `case_refs` and, when a case closes, ends its active placements.
@@ -12,7 +13,7 @@ export const CASES_CONSUMER = 'placements.cases';
 export function casesConsumer(consumer: string = CASES_CONSUMER): ConsumerSpec {
   return {
     consumer,
-    patterns: CASE_EVENT_PATTERNS,
+    patterns: PLACEMENTS_EVENTS.consumer('placements.cases').patterns,
     handler: async (event, tx) => {
       const change = await applyCaseEvent(tx, event);
       if (change?.status === 'closed') await endPlacementsOfCase(tx, change.caseId);

@@ -16,3 +16,5 @@ export { startPlacement, endPlacement, endPlacementsOfCase, getPlacement, listPl
 export { PlacementNotFoundError, PlacementAlreadyEndedError } from './errors.ts';
 /** Aged history and traffic for `pnpm xtask devstack`. */
 export { demo } from './demo.ts';
+/** What the service publishes and consumes (`pnpm xtask fleet check` reads the subscription graph from it). */
+export { PLACEMENTS_EVENTS } from './events.ts';

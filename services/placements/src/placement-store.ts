@@ -2,6 +2,7 @@
 // there: the event is published if and only if the row change commits.
 import type { Sql, TransactionSql } from '@craig/db';
 import { stageEvent } from '@craig/mq';
+import { PLACEMENTS_EVENTS } from './events.ts';
 import { requireOpenCase } from '@craig/service';
 import { PlacementAlreadyEndedError, PlacementNotFoundError } from './errors.ts';
 
@@ -38,7 +39,7 @@ const toPlacement = (r: DbPlacement): PlacementRow => ({
 });
 
 async function stageEnded(tx: TransactionSql, p: PlacementRow): Promise<void> {
-  await stageEvent(tx, { aggregateType: 'placement', aggregateId: p.id, eventType: 'placement.ended', payload: { placementId: p.id, caseId: p.caseId, endedAt: p.endedAt, reason: p.endReason } });
+  await stageEvent(tx, { aggregateType: 'placement', aggregateId: p.id, eventType: PLACEMENTS_EVENTS.type('placement.ended'), payload: { placementId: p.id, caseId: p.caseId, endedAt: p.endedAt, reason: p.endReason } });
 }
 
 /**
@@ -53,7 +54,7 @@ export async function startPlacement(tx: TransactionSql, caseId: string, provide
   await stageEvent(tx, {
     aggregateType: 'placement',
     aggregateId: started.id,
-    eventType: 'placement.started',
+    eventType: PLACEMENTS_EVENTS.type('placement.started'),
     payload: { placementId: started.id, caseId: started.caseId, provider: started.provider, startedAt: started.startedAt },
   });
   return started;

@@ -1,4 +1,5 @@
 import { announceArchivedBatches, defineArchiveSpec, fixpoints, type ArchiveSpec } from '@craig/retention';
+import { RULES_EVENTS } from './events.ts';
 
 /**
  * `rule_evaluations`: insert-only (at its fixpoint from birth; an UPDATE is refused by a
@@ -17,7 +18,7 @@ export const RULE_EVALUATIONS_SPEC: ArchiveSpec = defineArchiveSpec({
 export const RULES_ARCHIVE_SPECS: readonly ArchiveSpec[] = Object.freeze([RULE_EVALUATIONS_SPEC]);
 
 /** The event type announcing one archived batch. */
-export const ARCHIVE_BATCH_EVENT = 'rules.archive.batch';
+export const ARCHIVE_BATCH_EVENT = RULES_EVENTS.type('rules.archive.batch');
 
 /**
  * The engine's `onBatchArchived` hook: stage `rules.archive.batch` in the batch's ledger + delete

@@ -3,13 +3,14 @@ import { perRegistry, startConsumer, type Subscription } from '@craig/mq';
 import pino from 'pino';
 import { Counter } from 'prom-client';
 import { recordEvaluation } from './evaluation-store.ts';
+import { RULES_EVENTS } from './events.ts';
 
 /** The inbox consumer that evaluates events. */
-export const EVALUATE_CONSUMER = 'rules.evaluate';
+export const EVALUATE_CONSUMER = RULES_EVENTS.consumer('rules.evaluate').consumer;
 /** What rules evaluates: case, placement and safety events (never its own `rule.*` or `rules.*`). */
-export const EVALUATE_PATTERNS: readonly string[] = Object.freeze(['case.*', 'placement.*', 'safety.*']);
+export const EVALUATE_PATTERNS: readonly string[] = RULES_EVENTS.consumer('rules.evaluate').patterns;
 
-/** The transport, pool, retries, registry and logger (`consumerOptions(deps, logger)` from @craig/service). */
+/** The transport, pool, retries, registry, logger and dedup-horizon check (`consumerOptions(service, deps, logger)` from @craig/service). */
 export type EvaluateConsumerOptions = ConsumerOptions;
 
 const outcomeCounter = perRegistry((registry): Counter<'outcome'> => new Counter({ name: 'rules_evaluations_total', help: 'Events evaluated by rules.evaluate, by outcome (pass, flag, block).', labelNames: ['outcome'], registers: [registry] }));
@@ -28,6 +29,7 @@ export async function startEvaluateConsumer(options: EvaluateConsumerOptions): P
     patterns: EVALUATE_PATTERNS,
     maxRetries: options.maxRetries,
     registry: options.registry,
+    horizon: options.horizon,
     logger,
     handler: async (event, tx, delivery) => {
       const result = await recordEvaluation(tx, event, delivery.body);

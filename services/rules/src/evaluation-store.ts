@@ -1,11 +1,12 @@
 import type { Sql, TransactionSql } from '@craig/db';
 import { stageEvent, type EventEnvelope } from '@craig/mq';
 import { RulesError } from './errors.ts';
+import { RULES_EVENTS } from './events.ts';
 import { evaluate, type Outcome } from './rule-language.ts';
 import { ACTIVE_RULE_SET, latestSnapshot } from './snapshot-store.ts';
 
 /** The event type each evaluation publishes. */
-export const RULE_EVALUATED_EVENT = 'rule.evaluated';
+export const RULE_EVALUATED_EVENT = RULES_EVENTS.type('rule.evaluated');
 /** Most rows one read of the evaluations API returns. */
 export const MAX_EVALUATION_PAGE = 500;
 /** Rows a read returns when `limit` is absent. */

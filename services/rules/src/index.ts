@@ -40,3 +40,5 @@ export { recordEvaluation, listEvaluations, RULE_EVALUATED_EVENT, MAX_EVALUATION
 export { RulesError, InvalidQueryError, InvalidBodyError, InvalidRuleSetError, NotFoundError } from './errors.ts';
 /** What the devstack seeds and drives. */
 export { demo } from './demo.ts';
+/** What the service publishes and consumes (`pnpm xtask fleet check` reads the subscription graph from it). */
+export { RULES_EVENTS } from './events.ts';

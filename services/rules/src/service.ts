@@ -40,5 +40,5 @@ export function createService(deps: RulesDeps): RulesService {
     onBatchArchived: announceArchivedBatch,
   });
   registerRoutes(app, { sql: deps.sql, archive, adminToken: deps.adminToken });
-  return { app, outbox, engine, archive, startConsumers: () => startEvaluateConsumer(consumerOptions(deps, logger)) };
+  return { app, outbox, engine, archive, startConsumers: () => startEvaluateConsumer(consumerOptions('rules', deps, logger)) };
 }

@@ -15,3 +15,5 @@ export { fileReport, getReport, listReports, SEVERITIES, MAX_SUMMARY_LENGTH, MAX
 export { SafetyReportNotFoundError } from './errors.ts';
 /** Aged history and traffic for `pnpm xtask devstack`. */
 export { demo } from './demo.ts';
+/** What the service publishes and consumes (`pnpm xtask fleet check` reads the subscription graph from it). */
+export { SAFETY_EVENTS } from './events.ts';

@@ -2,6 +2,7 @@
 // `safety.reported` there: the event is published if and only if the report commits.
 import type { Sql, TransactionSql } from '@craig/db';
 import { stageEvent } from '@craig/mq';
+import { SAFETY_EVENTS } from './events.ts';
 import { caseRefStatus, CaseUnknownError } from '@craig/service';
 import { SafetyReportNotFoundError } from './errors.ts';
 
@@ -41,7 +42,7 @@ export async function fileReport(tx: TransactionSql, report: { readonly caseId: 
   await stageEvent(tx, {
     aggregateType: 'safety_report',
     aggregateId: filed.id,
-    eventType: 'safety.reported',
+    eventType: SAFETY_EVENTS.type('safety.reported'),
     payload: { reportId: filed.id, caseId: filed.caseId, severity: filed.severity, reportedAt: filed.reportedAt },
   });
   return filed;

@@ -1,4 +1,5 @@
 import { announceArchivedBatches, defineArchiveSpec, fixpoints, type ArchiveSpec } from '@craig/retention';
+import { SECURITY_EVENTS } from './events.ts';
 
 /**
  * `audit_log`: insert-only (at its fixpoint from birth), hot for ARCHIVE_HOT_WINDOW_DAYS after
@@ -23,7 +24,7 @@ export const DEAD_LETTER_AUDIT_SPEC: ArchiveSpec = defineArchiveSpec({
 export const SECURITY_ARCHIVE_SPECS: readonly ArchiveSpec[] = Object.freeze([AUDIT_LOG_SPEC, DEAD_LETTER_AUDIT_SPEC]);
 
 /** The event type announcing one archived batch. */
-export const ARCHIVE_BATCH_EVENT = 'security.archive.batch';
+export const ARCHIVE_BATCH_EVENT = SECURITY_EVENTS.type('security.archive.batch');
 
 /**
  * The engine's `onBatchArchived` hook: stage `security.archive.batch` in the batch's ledger + delete

@@ -3,13 +3,14 @@ import { perRegistry, startConsumer, type Subscription } from '@craig/mq';
 import pino from 'pino';
 import { Counter } from 'prom-client';
 import { recordDeadLetter, recordEvent } from './audit-store.ts';
+import { SECURITY_EVENTS } from './events.ts';
 
 /** The inbox consumer that audits every event (`#`). */
-export const AUDIT_CONSUMER = 'security.audit';
+export const AUDIT_CONSUMER = SECURITY_EVENTS.consumer('security.audit').consumer;
 /** Every routing key: security sees every event of the fleet. */
-export const AUDIT_PATTERNS: readonly string[] = Object.freeze(['#']);
+export const AUDIT_PATTERNS: readonly string[] = SECURITY_EVENTS.consumer('security.audit').patterns;
 
-/** The transport, pool, retries, registry and logger (`consumerOptions(deps, logger)` from @craig/service). */
+/** The transport, pool, retries, registry, logger and dedup-horizon check (`consumerOptions(service, deps, logger)` from @craig/service). */
 export type AuditConsumerOptions = ConsumerOptions;
 
 export interface AuditConsumers {
@@ -19,7 +20,7 @@ export interface AuditConsumers {
   close(options?: { readonly graceMs?: number }): Promise<void>;
 }
 
-const deadLetterCounter = perRegistry((registry): Counter<'outcome'> => new Counter({ name: 'security_dead_letters_total', help: 'Dead letters consumed from the dead-letter queue, by outcome (recorded, duplicate).', labelNames: ['outcome'], registers: [registry] }));
+const deadLetterCounter = perRegistry((registry): Counter<'outcome' | 'consumer'> => new Counter({ name: 'security_dead_letters_total', help: 'Dead letters of the fleet consumed from the dead-letter queue, by outcome (recorded, duplicate) and the consumer that gave up on them.', labelNames: ['outcome', 'consumer'], registers: [registry] }));
 
 /**
  * Subscribe the audit consumer to `#` (one `audit_log` row per event, in the inbox transaction)
@@ -36,6 +37,7 @@ export async function startAuditConsumers(options: AuditConsumerOptions): Promis
     patterns: AUDIT_PATTERNS,
     maxRetries: options.maxRetries,
     registry: options.registry,
+    horizon: options.horizon,
     logger,
     handler: (event, tx, delivery) => recordEvent(tx, event, delivery.body),
     ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
@@ -50,7 +52,7 @@ export async function startAuditConsumers(options: AuditConsumerOptions): Promis
       },
       async (letter) => {
         const recorded = await recordDeadLetter(options.sql, letter);
-        counter.inc({ outcome: recorded ? 'recorded' : 'duplicate' });
+        counter.inc({ outcome: recorded ? 'recorded' : 'duplicate', consumer: letter.consumer });
         logger.warn({ consumer: letter.consumer, eventId: letter.eventId, routingKey: letter.routingKey, attempts: letter.attempts, error: letter.error, recorded }, 'dead letter audited');
       },
     );

@@ -18,3 +18,5 @@ export { recordEvent, recordDeadLetter, listAudit, listDeadLetters, MAX_AUDIT_PA
 export { SecurityError, InvalidQueryError } from './errors.ts';
 /** What the devstack seeds and drives. */
 export { demo } from './demo.ts';
+/** What the service publishes and consumes (`pnpm xtask fleet check` reads the subscription graph from it). */
+export { SECURITY_EVENTS } from './events.ts';

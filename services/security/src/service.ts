@@ -39,5 +39,5 @@ export function createService(deps: SecurityDeps): SecurityService {
     onBatchArchived: announceArchivedBatch,
   });
   registerRoutes(app, { sql: deps.sql, archive });
-  return { app, outbox, engine, archive, startConsumers: () => startAuditConsumers(consumerOptions(deps, logger)) };
+  return { app, outbox, engine, archive, startConsumers: () => startAuditConsumers(consumerOptions('security', deps, logger)) };
 }

@@ -1,15 +1,48 @@
-import { isServiceName, SERVICE_PROFILES, type ServiceProfile, type ServiceSettings } from '@craig/settings';
+import { isServiceName, loadSettingsParts, SERVICE_PROFILES, type Env, type ServiceName, type ServiceProfile, type SettingsParts } from '@craig/settings';
 import type { MigrationSet } from '@craig/db';
-import { MQ_MIGRATIONS, type LocalSweepDefinition, type RetentionSpec } from '@craig/mq';
+import { MQ_MIGRATIONS, type EventCatalog, type LocalSweepDefinition, type RetentionSpec } from '@craig/mq';
 import type { ArchiveSpec } from '@craig/retention';
-import { CASES_MIGRATION_SETS } from '@craig/svc-cases';
-import { financialMigrationSets, reconcileRetentionSpecs, RECONCILE_SWEEP } from '@craig/svc-financial';
-import { EXCHANGE_ARCHIVE_SPECS, exchangeMigrationSets, SEND_JOB_SWEEP, sendJobRetentionSpec } from '@craig/svc-exchange';
-import { inventoryMigrationSets } from '@craig/svc-inventory';
-import { PLACEMENTS_MIGRATION_SETS } from '@craig/svc-placements';
-import { RULES_ARCHIVE_SPECS, rulesMigrationSets } from '@craig/svc-rules';
-import { SAFETY_MIGRATION_SETS } from '@craig/svc-safety';
-import { SECURITY_ARCHIVE_SPECS, securityMigrationSets } from '@craig/svc-security';
+import { CASES_EVENTS, CASES_MIGRATION_SETS } from '@craig/svc-cases';
+import { FINANCIAL_EVENTS, financialMigrationSets, reconcileRetentionSpecs, RECONCILE_SWEEP } from '@craig/svc-financial';
+import { EXCHANGE_ARCHIVE_SPECS, EXCHANGE_EVENTS, exchangeMigrationSets, SEND_JOB_SWEEP, sendJobRetentionSpec } from '@craig/svc-exchange';
+import { INVENTORY_EVENTS, inventoryMigrationSets } from '@craig/svc-inventory';
+import { PLACEMENTS_EVENTS, PLACEMENTS_MIGRATION_SETS } from '@craig/svc-placements';
+import { RULES_ARCHIVE_SPECS, RULES_EVENTS, rulesMigrationSets } from '@craig/svc-rules';
+import { SAFETY_EVENTS, SAFETY_MIGRATION_SETS } from '@craig/svc-safety';
+import { SECURITY_ARCHIVE_SPECS, SECURITY_EVENTS, securityMigrationSets } from '@craig/svc-security';
+
+/** The settings parts the operator commands use: the database, the windows, the archive's hot window, cleanup and local sweeps. */
+const TOOL_PARTS = ['databaseUrl', 'retention', 'archive', 'cleanup', 'reconcile', 'sendJobs'] as const;
+
+/**
+ * What `migrate`, `prune`, `invariants` and the archive commands read of a service's settings:
+ * its database URL and every retention window, never the admin token, the HTTP or transport
+ * keys (`loadSettingsParts`: those parts are not even required). The archive commands add
+ * the object store.
+ */
+export type ToolSettings = SettingsParts<(typeof TOOL_PARTS)[number]>;
+
+/** A service's {@link ToolSettings} from the environment, as the service would read them. */
+export function loadToolSettings(entry: ServiceEntry, env: Env): ToolSettings {
+  return loadSettingsParts(entry.profile, env, TOOL_PARTS);
+}
+
+/** {@link ToolSettings} plus the archive's object store (`pnpm xtask archive`, `archive-fetch`). */
+export function loadArchiveToolSettings(entry: ServiceEntry, env: Env): SettingsParts<(typeof TOOL_PARTS)[number] | 'objectStore'> {
+  return loadSettingsParts(entry.profile, env, [...TOOL_PARTS, 'objectStore']);
+}
+
+/** Every built-in service's declared events, in SERVICE_NAMES order: the fleet's subscription graph is built from these. */
+export const BUILT_IN_EVENTS: Readonly<Record<ServiceName, EventCatalog>> = Object.freeze({
+  cases: CASES_EVENTS,
+  placements: PLACEMENTS_EVENTS,
+  safety: SAFETY_EVENTS,
+  security: SECURITY_EVENTS,
+  rules: RULES_EVENTS,
+  exchange: EXCHANGE_EVENTS,
+  financial: FINANCIAL_EVENTS,
+  inventory: INVENTORY_EVENTS,
+});
 
 /**
  * What xtask knows about a service: its settings profile and the migration sets it applies,
@@ -22,19 +55,21 @@ export interface ServiceEntry {
    * The sets in order, or a function of the service's loaded settings when a set depends on
    * them (the cleanup installer guard takes its allow-list from CLEANUP_ALLOWED_DATABASES).
    */
-  readonly migrationSets: readonly MigrationSet[] | ((settings: ServiceSettings) => readonly MigrationSet[]);
+  readonly migrationSets: readonly MigrationSet[] | ((settings: ToolSettings) => readonly MigrationSet[]);
   /** Present when the service archives: its specs in FK deletion order (`pnpm xtask archive`, `archive-fetch`). */
   readonly archive?: { readonly specs: readonly ArchiveSpec[] };
   /**
    * The service's own report-only invariants beyond the transport, archive and cleanup ones
    * (`pnpm xtask invariants <service>`), for its loaded settings.
    */
-  readonly invariants?: (settings: ServiceSettings) => readonly RetentionSpec[];
+  readonly invariants?: (settings: ToolSettings) => readonly RetentionSpec[];
   /**
    * Service-local terminal-state sweeps beside the transport sweep, with their windows from the
    * settings (`pnpm xtask prune <service>` runs, previews and resumes them by name).
    */
-  readonly localSweeps?: (settings: ServiceSettings) => readonly LocalSweepOf[];
+  readonly localSweeps?: (settings: ToolSettings) => readonly LocalSweepOf[];
+  /** What the service publishes and consumes (built-in services: their `<SVC>_EVENTS`); `pnpm xtask fleet check` reads it. */
+  readonly events?: EventCatalog;
 }
 
 /** A service-local sweep (`runLocalSweep` from @craig/mq) and its window in days (0: disabled). */
@@ -44,12 +79,12 @@ export interface LocalSweepOf {
 }
 
 /** The entry's local sweeps for these settings (none for most services). */
-export function localSweepsOf(entry: ServiceEntry, settings: ServiceSettings): readonly LocalSweepOf[] {
+export function localSweepsOf(entry: ServiceEntry, settings: ToolSettings): readonly LocalSweepOf[] {
   return entry.localSweeps?.(settings) ?? [];
 }
 
 /** The entry's migration sets for these settings. */
-export function migrationSetsOf(entry: ServiceEntry, settings: ServiceSettings): readonly MigrationSet[] {
+export function migrationSetsOf(entry: ServiceEntry, settings: ToolSettings): readonly MigrationSet[] {
   return typeof entry.migrationSets === 'function' ? entry.migrationSets(settings) : entry.migrationSets;
 }
 
@@ -74,6 +109,7 @@ export function serviceEntry(name: string): ServiceEntry | undefined {
       profile: SERVICE_PROFILES[name],
       migrationSets: (settings) => builtInMigrationSets(name, settings),
       ...(specs ? { archive: { specs } } : {}),
+      events: BUILT_IN_EVENTS[name],
       ...(name === 'financial' ? financialExtras : {}),
       ...(name === 'exchange' ? exchangeExtras : {}),
     };
@@ -107,7 +143,7 @@ export function knownServiceNames(): string[] {
 
 // Platform sets each service applies before its own, in order. Every service has an outbox
 // and an inbox (mq); the others are added per service.
-export function builtInMigrationSets(service: string, settings: ServiceSettings): MigrationSet[] {
+export function builtInMigrationSets(service: string, settings: ToolSettings): MigrationSet[] {
   // inventory: mq, `cleanup` (guarded by CLEANUP_ALLOWED_DATABASES), then its own `inventory`.
   if (service === 'inventory') return inventoryMigrationSets({ allowedDatabases: settings.cleanup?.allowedDatabases ?? [] });
   // cases: mq, then its own `cases`.

@@ -1,5 +1,6 @@
 import type { Sql, TransactionSql } from '@craig/db';
 import type { Logger } from 'pino';
+import { retentionHeaders } from '../dedup-horizon.ts';
 import { assertEventFields, encodeEnvelope } from '../envelope.ts';
 import type { MqMetrics } from '../metrics.ts';
 import type { OutgoingMessage, Transport } from '../transport.ts';
@@ -84,6 +85,8 @@ async function claimAndPublish(ctx: DrainContext, release: () => void): Promise<
 
     const park: Array<{ id: string; reason: ParkReason; error: string }> = [];
     const sending: ClaimedRow[] = [];
+    // Every consumer checks its inbox window against these (the fleet-wide dedup horizon).
+    const headers = retentionHeaders(ctx.retention);
     const messages: OutgoingMessage[] = [];
     for (const row of rows) {
       if (row.past_horizon) {
@@ -106,6 +109,7 @@ async function claimAndPublish(ctx: DrainContext, release: () => void): Promise<
       messages.push({
         eventId: row.event_id,
         routingKey: row.event_type,
+        headers,
         body: encodeEnvelope({
           eventId: row.event_id,
           eventType: row.event_type,

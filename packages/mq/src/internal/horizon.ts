@@ -28,3 +28,16 @@ export function horizonSql(sql: Sql | TransactionSql, windows: RetentionWindows)
   if (windows.inboxDays > 0) return sql`(now() - make_interval(days => ${windows.inboxDays - 1}))`;
   return sql`(null::timestamptz)`;
 }
+
+/**
+ * How many days back a replay of this outbox may reach (what {@link horizonSql} allows): the
+ * outbox window, or the inbox window - 1 when the outbox sweep is off, or `null` (no limit)
+ * when both sweeps are. The smaller of the two when both are on, as `greatest()` above.
+ */
+export function replayWindowDays(windows: { readonly outboxDays: number; readonly inboxDays?: number | undefined }): number | null {
+  const { outboxDays, inboxDays } = windows;
+  if (outboxDays > 0 && inboxDays !== undefined && inboxDays > 0) return Math.min(outboxDays, inboxDays - 1);
+  if (outboxDays > 0) return outboxDays;
+  if (inboxDays !== undefined && inboxDays > 0) return inboxDays - 1;
+  return null;
+}

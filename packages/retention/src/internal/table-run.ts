@@ -162,6 +162,7 @@ function store(ctx: EngineContext, table: string, batch: SelectedBatch, signal: 
       // Nothing is deleted unless this returns: the object is written and its digest verified.
       return await ctx.options.store.storeBlobCreate(key, body, { signal });
     } catch (error) {
+      if (error instanceof ForeignObjectError) ctx.metrics.foreignObjects.inc({ table });
       const storeDown = error instanceof StoreError && !(error instanceof ForeignObjectError);
       return failed(ctx, { table, archiveId, key, rows: batch.count, started }, 'store_failed', error, storeDown);
     }

@@ -58,6 +58,14 @@ export function archiveDefs(defaultHotWindowDays: number, minHotWindowDays: numb
     def({ key: 'ARCHIVE_HOT_WINDOW_DAYS', path: 'archive.hotWindowDays', schema: v.wholeNumber(minHotWindowDays, 3650, 'days'), default: String(defaultHotWindowDays), description: `Rows younger than this stay hot; older rows at their fixpoint are archived then pruned (at least ${minHotWindowDays}).` }),
     def({ key: 'ARCHIVE_PREFIX', path: 'archive.prefix', schema: v.archivePrefix, default: 'archive', description: 'Key prefix: `<prefix>/<service>/<table>/<yyyy>/<mm>/<archive_id>.ndjson.gz`.' }),
     def({ key: 'ARCHIVE_EVERY_MINUTES', path: 'archive.everyMinutes', schema: v.wholeNumber(1, 10080, 'minutes'), default: '60', description: 'Minutes between archive cycles.' }),
+    def({
+      key: 'ARCHIVE_FIRST_CYCLE_DELAY_SECONDS',
+      path: 'archive.firstCycleDelaySeconds',
+      schema: v.wholeNumber(0, 86400, 'seconds'),
+      default: '300',
+      description:
+        'The first timed archive cycle runs between this many seconds and twice as many after start, at a phase derived from the service name (FNV-1a, like the prune jitter: replicas of a service align, services spread); then every ARCHIVE_EVERY_MINUTES. 0 runs it at once.',
+    }),
   ];
 }
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LOCK_KEYS, migrationTemplate, withDedicatedSession, type MigrationSet } from '@craig/db';
 import { createArchiveEngine, defineArchiveSpec, fixpoints, RETENTION_MIGRATIONS } from '@craig/retention';
-import { defineServiceProfile, loadServiceSettings } from '@craig/settings';
+import { defineServiceProfile, loadSettingsParts } from '@craig/settings';
 import { createObjectStore } from '@craig/store';
 import { s3, testDatabase, type S3TestServer, type TestDatabase } from '@craig/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -49,9 +49,8 @@ beforeEach(async () => {
 });
 
 const env = (overrides: Record<string, string> = {}) => ({
+  // What archive uses: the database, the object store and the ARCHIVE_* keys. No admin token, no bus URL.
   CRAIG_ARCH_LAB__DATABASE_URL: db.url,
-  CRAIG_ARCH_LAB__ADMIN_TOKEN: 'x'.repeat(16),
-  CRAIG__BUS_DATABASE_URL: db.url,
   CRAIG_ARCH_LAB__OBJECT_STORE_BACKEND: 's3',
   CRAIG_ARCH_LAB__OBJECT_STORE_ENDPOINT: server.endpoint,
   CRAIG_ARCH_LAB__OBJECT_STORE_BUCKET: server.bucket,
@@ -205,7 +204,7 @@ describe('pnpm xtask archive-fetch <service>', () => {
     expect(ids).toHaveLength(10);
     // Its own prefix, so the objects of earlier tests (whose ledger rows were cleared) are not listed.
     const own = { CRAIG_ARCH_LAB__ARCHIVE_PREFIX: 'crash' };
-    const settings = loadServiceSettings(profile, env(own));
+    const settings = loadSettingsParts(profile, env(own), ['archive', 'objectStore']);
     const store = createObjectStore(settings.archive!.objectStore);
     try {
       let batches = 0;

@@ -56,7 +56,8 @@ describe('xtask devstack', () => {
       expect(swept, `${service}\n${out}`).not.toBeNull();
       expect(Number(swept![1]!.replaceAll(',', '')), service).toBeGreaterThan(0);
     }
-    // The archiving services archived their aged audit rows (the first cycle runs 5 s after start).
+    // The archiving services archived their aged audit rows: their first timed cycle runs 20–40 s
+    // after they start (ARCHIVE_FIRST_CYCLE_DELAY_SECONDS=20), after the seeding; nothing asks for one.
     expect(out).toMatch(/security: archived audit_log [1-9][\d,]*/);
     expect(out).toMatch(/rules: archived rule_evaluations [1-9][\d,]*/);
     expect(out).toMatch(/exchange: archived ssa_transport_handoffs [1-9][\d,]*, ssa_screening_members [1-9][\d,]*, ssa_screening_runs [1-9][\d,]*/);

@@ -1,5 +1,7 @@
+import { SERVICE_NAMES, SERVICE_PROFILES } from '@craig/settings';
 import { writeLine, type Command } from '../command.ts';
 import { DEFAULT_DB_PREFIX, DEFAULT_HISTORY_ROWS, DEFAULT_STATE_DIR, parseDevstackOptions } from '../devstack/options.ts';
+import { scrapeConfig } from '../devstack/scrape-config.ts';
 import { runDevstack } from '../devstack/stack.ts';
 
 export const devstackCommand: Command = {
@@ -8,6 +10,7 @@ export const devstackCommand: Command = {
   usage: `pnpm xtask devstack [--fresh] [--port-base N] [--rabbitmq] [--for SECONDS] [--quiet]
                       [--only a,b] [--state-dir DIR] [--history-rows N] [--db-prefix P] [--seed N]
                       [--replicas N]
+       pnpm xtask devstack --print-scrape-config [--port-base N] [--only a,b] [--replicas N]
 
 Starts an embedded PostgreSQL 15 cluster (kept in <state-dir>/pg), the S3 test server (objects in
 <state-dir>/s3), the PostgreSQL bus, and every service of the eight that exists as
@@ -32,6 +35,10 @@ cleanup as it happens. Sweeps run every 20 s here (EVENT_PRUNE_EVERY_TICKS=20).
   --replicas N       run N processes of every service (1–4), replica k on its port + 8(k-1),
                      all on the service's one database: the advisory locks keep their sweeps,
                      archive cycles and cleanup steps apart; demo traffic goes to each in turn
+  --print-scrape-config
+                     print a Prometheus config scraping the services on the ports this
+                     devstack uses (with --port-base, --only, --replicas and any HTTP_PORT setting), loading
+                     ops/prometheus/alerts.yml; starts nothing (docs/operations.md)
 
 Real servers instead: CRAIG__DATABASE_URL (else DATABASE_URL) names a PostgreSQL server: the
 devstack connects to it and creates <P><service> and <P>bus there instead of starting a cluster.
@@ -41,6 +48,11 @@ names an object store, and no S3 server is started. Any other CRAIG__<KEY> or
 CRAIG_<SERVICE>__<KEY> setting wins over the devstack's value. See docs/devstack.md.`,
   async run(ctx) {
     const options = parseDevstackOptions(ctx.argv, ctx.root);
+    if (options.printScrapeConfig) {
+      const names = SERVICE_NAMES.filter((n) => !options.only || options.only.includes(n));
+      ctx.stdout.write(scrapeConfig({ profiles: names.map((n) => SERVICE_PROFILES[n]), portBase: options.portBase, replicas: options.replicas, env: ctx.env, root: ctx.root }));
+      return 0;
+    }
     const code = await runDevstack(options, ctx);
     if (code !== 0) writeLine(ctx.stderr, `devstack: exit ${code} (see the summary above and ${options.stateDir}/logs)`);
     return code;

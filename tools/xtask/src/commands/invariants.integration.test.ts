@@ -36,7 +36,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 beforeEach(async () => {
-  await db.sql`truncate event_outbox, event_inbox, prune_latch, lab_audit`;
+  await db.sql`truncate event_outbox, event_inbox, prune_latch, lab_audit, dedup_horizon_observations`;
 });
 
 const env = {
@@ -108,6 +108,34 @@ describe('pnpm xtask invariants <service>', () => {
     // The hot window comes from the settings: a longer one makes the same rows hot.
     const stdout = capture();
     expect(await runXtask(['invariants', NAME], { env: { ...env, CRAIG_INV_LAB__DATABASE_URL: db.url, CRAIG__BUS_DATABASE_URL: db.url, CRAIG_INV_LAB__ARCHIVE_HOT_WINDOW_DAYS: '60' }, stdout, stderr: capture() })).toBe(0);
+  });
+
+  it('the dedup horizon is red while a consumer last saw a producer replaying past its inbox window, naming both variables and values', async () => {
+    await db.sql`
+      insert into dedup_horizon_observations (consumer, producer, producer_outbox_days, producer_inbox_days, consumer_inbox_days, violated, observed_at)
+      values ('inv-lab.cases', 'cases', 45, 46, 31, true, now() - interval '10 minutes'), ('inv-lab.rules', 'rules', 30, 31, 31, false, now())`;
+    const red = await invariants('--json');
+    expect(red.code).toBe(1);
+    const report = JSON.parse(red.text) as { invariants: Array<{ name: string; ok: boolean; rows: number; detail: string }> };
+    const horizon = report.invariants.find((i) => i.name === 'dedup_horizon')!;
+    expect(horizon).toMatchObject({ ok: false, rows: 1 });
+    expect(horizon.detail).toContain('inv-lab.cases saw cases with CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS=45 against CRAIG_INV_LAB__EVENT_INBOX_RETENTION_DAYS=31');
+    expect(horizon.detail).toContain('pnpm xtask fleet check');
+    // The consumer records a compliant delivery from cases at once: green again.
+    await db.sql`update dedup_horizon_observations set producer_outbox_days = 30, violated = false where producer = 'cases'`;
+    const green = await invariants();
+    expect(green.code).toBe(0);
+    expect(green.text).toMatch(/dedup_horizon\s+ok\s+every producer seen keeps within the inbox window \(cases, rules\)/);
+  });
+
+  it('needs only the database URL and the windows: no admin token, bus URL or object store', async () => {
+    const stdout = capture();
+    const stderr = capture();
+    expect(await runXtask(['invariants', NAME], { env: { CRAIG_INV_LAB__DATABASE_URL: db.url }, stdout, stderr })).toBe(0);
+    expect(stdout.text()).toContain('inv-lab: every invariant holds');
+    // A typo is still refused, though the command does not use that part.
+    expect(await runXtask(['invariants', NAME], { env: { CRAIG_INV_LAB__DATABASE_URL: db.url, CRAIG_INV_LAB__ADMIN_TOKN: 'x' }, stdout: capture(), stderr })).toBe(1);
+    expect(stderr.text()).toContain('did you mean CRAIG_INV_LAB__ADMIN_TOKEN?');
   });
 
   it('refuses an unknown service by name', async () => {

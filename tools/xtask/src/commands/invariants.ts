@@ -1,11 +1,10 @@
 import { cleanupRetentionSpecs } from '@craig/cleanup';
 import { createClient } from '@craig/db';
-import { outboxBacklog, readPruneLatches, retentionOverrun, transportRetentionSpecs, type RetentionSpec } from '@craig/mq';
+import { outboxBacklog, readDedupHorizonObservations, readPruneLatches, retentionOverrun, serviceVariable, transportRetentionSpecs, type DedupHorizonObservation, type RetentionSpec } from '@craig/mq';
 import { archiveRetentionSpecs } from '@craig/retention';
-import { loadServiceSettings } from '@craig/settings';
 import { parseArgs, UsageError, writeLine, type Command } from '../command.ts';
 import { printTable } from '../bench/measure.ts';
-import { knownServiceNames, serviceEntry } from '../services.ts';
+import { knownServiceNames, loadToolSettings, serviceEntry } from '../services.ts';
 
 /** One line of the report: an invariant and whether it holds. */
 export interface InvariantResult {
@@ -21,13 +20,19 @@ export const invariantsCommand: Command = {
   summary: "check a service's retention invariants (report-only; exit 1 when one is red)",
   usage: `pnpm xtask invariants <service> [--json]
 
-Reads the service's database (CRAIG_<SERVICE>__DATABASE_URL) and checks, with the database's
-own clock, that every sweep is keeping up. Nothing is changed.
+Reads the service's database (CRAIG_<SERVICE>__DATABASE_URL; the windows from the same
+settings; no admin token, HTTP, transport or object-store settings needed) and checks, with
+the database's own clock, that every sweep is keeping up. Nothing is changed.
 
   event_outbox_retention_overrun   published outbox rows older than the outbox window + 48 h
   event_inbox_retention_overrun    inbox rows older than the inbox window + 48 h
   prune_latch                      no sweep (transport or service-local) is latched at its cap
   event_outbox_parked              no outbox row is parked (never delivered; redrive it)
+  dedup_horizon                    no producer this service consumes from may replay past its
+                                   dedup records: the last delivery its consumers saw from
+                                   each producer carried an outbox window < this service's
+                                   inbox window (recorded by the consumers, at most hourly;
+                                   pnpm xtask fleet check compares the settings)
   <table>_archive_overrun          archivable rows older than the hot window + 48 h
                                    (archiving services with registered specs)
   cleanup_history_retention_overrun
@@ -45,7 +50,7 @@ A window of 0 (sweep disabled) holds trivially. Exit 0 when all hold, 1 when any
     if (!name || extra.length > 0) throw new UsageError('expected exactly one service name');
     const entry = serviceEntry(name);
     if (!entry) throw new UsageError(`unknown service "${name}" (known: ${knownServiceNames().join(', ')})`);
-    const settings = loadServiceSettings(entry.profile, ctx.env);
+    const settings = loadToolSettings(entry, ctx.env);
     const specs: RetentionSpec[] = [...transportRetentionSpecs(settings.retention)];
     if (settings.archive && entry.archive) specs.push(...archiveRetentionSpecs(entry.archive.specs, settings.archive.hotWindowDays));
     if (settings.cleanup) specs.push(...cleanupRetentionSpecs(settings.cleanup.jobRetentionDays));
@@ -81,6 +86,7 @@ A window of 0 (sweep disabled) holds trivially. Exit 0 when all hold, 1 when any
         rows: parked,
         detail: parked === 0 ? 'nothing parked' : `${parked} parked rows never delivered: POST /v1/admin/events/redrive`,
       });
+      results.push(dedupHorizon(name, await readDedupHorizonObservations(sql)));
     } finally {
       await sql.end({ timeout: 5 });
     }
@@ -94,3 +100,31 @@ A window of 0 (sweep disabled) holds trivially. Exit 0 when all hold, 1 when any
     return results.every((r) => r.ok) ? 0 : 1;
   },
 };
+
+/**
+ * Red while the last delivery any of the service's consumers saw from some producer said that
+ * producer may replay further back than this service keeps its dedup records. A retired
+ * producer's row stays red until deleted from `dedup_horizon_observations` (it could still replay).
+ */
+function dedupHorizon(service: string, observations: readonly DedupHorizonObservation[]): InvariantResult {
+  const violated = observations.filter((o) => o.violated);
+  if (violated.length === 0) {
+    return {
+      name: 'dedup_horizon',
+      ok: true,
+      rows: 0,
+      detail: observations.length === 0 ? 'no producer window seen yet (no delivery carried one)' : `every producer seen keeps within the inbox window (${[...new Set(observations.map((o) => o.producer))].join(', ')})`,
+    };
+  }
+  return {
+    name: 'dedup_horizon',
+    ok: false,
+    rows: violated.length,
+    detail: violated
+      .map(
+        (o) =>
+          `${o.consumer} saw ${o.producer} with ${serviceVariable(o.producer, 'EVENT_OUTBOX_RETENTION_DAYS')}=${o.producerOutboxDays} against ${serviceVariable(service, 'EVENT_INBOX_RETENTION_DAYS')}=${o.consumerInboxDays} (last ${o.observedAt.toISOString()})`,
+      )
+      .join('; ') + ': a replay can run side effects twice; move the windows fleet-wide (pnpm xtask fleet check)',
+  };
+}

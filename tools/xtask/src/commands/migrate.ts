@@ -1,24 +1,24 @@
 import { migrate } from '@craig/db';
-import { loadServiceSettings } from '@craig/settings';
 import pino from 'pino';
 import { parseArgs, UsageError, writeLine, type Command } from '../command.ts';
-import { knownServiceNames, migrationSetsOf, serviceEntry } from '../services.ts';
+import { knownServiceNames, loadToolSettings, migrationSetsOf, serviceEntry } from '../services.ts';
 
 export const migrateCommand: Command = {
   name: 'migrate',
   summary: "apply a service's migrations (platform sets, then its own) to its database",
   usage: `pnpm xtask migrate <service>
 
-Reads CRAIG_<SERVICE>__DATABASE_URL (and the rest of the service's settings) from the
-environment and applies every pending migration, set by set, each in its own transaction.
-Refuses to start when an applied migration was edited or removed.`,
+Reads CRAIG_<SERVICE>__DATABASE_URL from the environment (and inventory's
+CLEANUP_ALLOWED_DATABASES; the admin token, HTTP and transport settings are not needed) and
+applies every pending migration, set by set, each in its own transaction. Refuses to start
+when an applied migration was edited or removed.`,
   async run(ctx) {
     const { positionals } = parseArgs(ctx.argv, {});
     const [name, ...extra] = positionals;
     if (!name || extra.length > 0) throw new UsageError('expected exactly one service name');
     const entry = serviceEntry(name);
     if (!entry) throw new UsageError(`unknown service "${name}" (known: ${knownServiceNames().join(', ')})`);
-    const settings = loadServiceSettings(entry.profile, ctx.env);
+    const settings = loadToolSettings(entry, ctx.env);
     const logger = pino({ level: 'silent' });
     const sets = migrationSetsOf(entry, settings);
     const report = await migrate(settings.databaseUrl, sets, { service: `${name}:xtask`, logger, signal: ctx.signal });

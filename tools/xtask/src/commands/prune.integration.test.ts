@@ -26,7 +26,8 @@ describe('pnpm xtask prune <service>', () => {
     await db.sql`insert into event_inbox (consumer, event_id, event_type, received_at) select 'c', gen_random_uuid(), 'case.opened', now() - interval '40 days' from generate_series(1, 12)`;
   });
 
-  const env = (extra: Record<string, string> = {}) => ({ CRAIG_LAB__DATABASE_URL: db.url, CRAIG_LAB__ADMIN_TOKEN: 'x'.repeat(16), CRAIG__BUS_DATABASE_URL: db.url, ...extra });
+  // Only what prune uses: the database URL (and the windows' defaults). No admin token, no bus URL.
+  const env = (extra: Record<string, string> = {}) => ({ CRAIG_LAB__DATABASE_URL: db.url, ...extra });
   const left = async () => (await db.sql<{ o: number; i: number }[]>`select (select count(*) from event_outbox)::int as o, (select count(*) from event_inbox)::int as i`)[0];
 
   it('--dry-run reports what a cycle would delete and deletes nothing', async () => {
@@ -44,6 +45,33 @@ describe('pnpm xtask prune <service>', () => {
     expect(out.text()).toMatch(/event_outbox\s+pruned 30 rows/);
     expect(out.text()).toMatch(/event_inbox\s+disabled/);
     expect(await left()).toEqual({ o: 5, i: 12 });
+  });
+
+  it('--json prints the run, the dry run and the resume as JSON', async () => {
+    const dry = capture();
+    expect(await runXtask(['prune', 'lab', '--dry-run', '--json'], { env: env(), stdout: dry })).toBe(0);
+    expect(JSON.parse(dry.text())).toEqual({
+      service: 'lab',
+      dryRun: true,
+      tables: [
+        { table: 'event_outbox', windowDays: 30, disabled: false, eligible: 30, wouldDelete: 30, wouldLatch: false, latch: null },
+        { table: 'event_inbox', windowDays: 31, disabled: false, eligible: 12, wouldDelete: 12, wouldLatch: false, latch: null },
+      ],
+    });
+    const run = capture();
+    expect(await runXtask(['prune', 'lab', '--json'], { env: env({ CRAIG__EVENT_INBOX_RETENTION_DAYS: '0' }), stdout: run })).toBe(0);
+    expect(JSON.parse(run.text())).toEqual({
+      service: 'lab',
+      transport: { skipped: false, aborted: false, ms: expect.any(Number) },
+      tables: [
+        { table: 'event_outbox', windowDays: 30, status: 'pruned', deleted: 30, batches: expect.any(Number), latch: null },
+        { table: 'event_inbox', windowDays: 0, status: 'disabled', deleted: 0, batches: 0, latch: null },
+      ],
+    });
+    expect(await left()).toEqual({ o: 5, i: 12 });
+    const resume = capture();
+    expect(await runXtask(['prune', 'lab', '--resume', 'event_inbox', '--json'], { env: env(), stdout: resume })).toBe(0);
+    expect(JSON.parse(resume.text())).toEqual({ service: 'lab', resumed: 'event_inbox', wasLatched: false, latch: null });
   });
 
   it('a latched table stays latched through cycles and resumes only with --resume', async () => {

@@ -36,6 +36,8 @@ describe('devstack env', () => {
     expect(settings.http.port).toBe(9003);
     expect(settings.archive.objectStore).toMatchObject({ backend: 's3', endpoint: 'http://127.0.0.1:4568', bucket: 'craig-devstack', forcePathStyle: true });
     expect(settings.archive.everyMinutes).toBe(1);
+    // The first timed cycle 20–40 s after start: after the seeding, within the first minute.
+    expect(settings.archive.firstCycleDelaySeconds).toBe(20);
   });
 
   it('lets the user win: own keys, then fleet keys; the fleet DATABASE_URL names the server only', () => {
@@ -69,8 +71,9 @@ describe('devstack env', () => {
 describe('devstack options', () => {
   it('parses every flag', () => {
     const o = parseDevstackOptions(['--fresh', '--port-base', '9100', '--rabbitmq', '--for', '45', '--quiet', '--only', 'inventory,cases', '--state-dir', 'tmp/ds', '--history-rows', '500', '--db-prefix', 'ds_t1_', '--seed', '9', '--replicas', '2'], '/repo');
-    expect(o).toEqual({ fresh: true, portBase: 9100, rabbitmq: true, forSeconds: 45, quiet: true, only: ['inventory', 'cases'], stateDir: '/repo/tmp/ds', historyRows: 500, dbPrefix: 'ds_t1_', seed: 9, replicas: 2 });
-    expect(parseDevstackOptions([], '/repo')).toMatchObject({ stateDir: '/repo/.devstack', historyRows: 20000, dbPrefix: 'craig_', portBase: undefined, forSeconds: undefined, replicas: 1 });
+    expect(o).toEqual({ fresh: true, portBase: 9100, rabbitmq: true, forSeconds: 45, quiet: true, only: ['inventory', 'cases'], stateDir: '/repo/tmp/ds', historyRows: 500, dbPrefix: 'ds_t1_', seed: 9, replicas: 2, printScrapeConfig: false });
+    expect(parseDevstackOptions([], '/repo')).toMatchObject({ stateDir: '/repo/.devstack', historyRows: 20000, dbPrefix: 'craig_', portBase: undefined, forSeconds: undefined, replicas: 1, printScrapeConfig: false });
+    expect(parseDevstackOptions(['--print-scrape-config', '--port-base', '9100'], '/repo')).toMatchObject({ printScrapeConfig: true, portBase: 9100 });
   });
 
   it.each([

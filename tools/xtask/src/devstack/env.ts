@@ -11,6 +11,13 @@ export type ServerChoice = { readonly kind: 'embedded' } | { readonly kind: 'ext
 /** Devstack defaults that differ from production (a sweep within a minute, not an hour). */
 export const DEVSTACK_PRUNE_EVERY_TICKS = 20;
 export const DEVSTACK_ARCHIVE_EVERY_MINUTES = 1;
+/**
+ * The archiving services' first timed cycle 20–40 s after their runner starts (production:
+ * 5–10 min): the runner starts just before the service listens, and its aged history is seeded
+ * within a few seconds of its first ready, so the first cycle finds it, within the devstack's
+ * first minute and within a `--for 45` run, with no cycle to ask for.
+ */
+export const DEVSTACK_ARCHIVE_FIRST_CYCLE_DELAY_SECONDS = 20;
 export const DEVSTACK_BUCKET = 'craig-devstack';
 
 /**
@@ -79,6 +86,15 @@ export function profilePort(profile: ServiceProfile): number {
 }
 
 /**
+ * The port a service listens on in the devstack: the user's HTTP_PORT (own key, then fleet key),
+ * else `--port-base` + its index in SERVICE_NAMES, else its profile's port.
+ */
+export function servicePort(profile: ServiceProfile, portBase: number | undefined, env: Env): string {
+  const index = (SERVICE_NAMES as readonly string[]).indexOf(profile.name);
+  return userValue(profile, 'HTTP_PORT', env) ?? String(portBase === undefined || index < 0 ? profilePort(profile) : portBase + index);
+}
+
+/**
  * The service's settings as `CRAIG_<SVC>__<KEY>` variables: for every key of its profile, the
  * user's value (own key, then fleet key) if any, else the devstack's, else nothing (the
  * profile's default applies). The fleet `CRAIG__DATABASE_URL` names the server, not a database,
@@ -86,11 +102,10 @@ export function profilePort(profile: ServiceProfile): number {
  */
 export function serviceEnv(profile: ServiceProfile, infra: StackInfra, env: Env): Record<string, string> {
   const databaseUrl = serviceDatabaseUrl(profile, infra, env);
-  const index = (SERVICE_NAMES as readonly string[]).indexOf(profile.name);
   const store = infra.objectStore;
   const ours: Record<string, string | undefined> = {
     DATABASE_URL: databaseUrl,
-    HTTP_PORT: String(infra.portBase === undefined || index < 0 ? profilePort(profile) : infra.portBase + index),
+    HTTP_PORT: servicePort(profile, infra.portBase, env),
     ADMIN_TOKEN: infra.adminToken,
     LOG_LEVEL: 'info',
     TRANSPORT: infra.transport.kind,
@@ -105,6 +120,7 @@ export function serviceEnv(profile: ServiceProfile, infra: StackInfra, env: Env)
     OBJECT_STORE_SECRET_ACCESS_KEY: store?.secretAccessKey,
     OBJECT_STORE_FORCE_PATH_STYLE: store ? 'true' : undefined,
     ARCHIVE_EVERY_MINUTES: String(DEVSTACK_ARCHIVE_EVERY_MINUTES),
+    ARCHIVE_FIRST_CYCLE_DELAY_SECONDS: String(DEVSTACK_ARCHIVE_FIRST_CYCLE_DELAY_SECONDS),
     // The installer guard (ADR-060): the devstack's own database is the one allowed.
     CLEANUP_ALLOWED_DATABASES: databaseOf(databaseUrl),
   };

@@ -35,6 +35,8 @@ export interface DevstackOptions {
   readonly seed: number;
   /** Processes per service (each its own port, all on the service's database). */
   readonly replicas: number;
+  /** Print a Prometheus config scraping the services' ports and exit (starts nothing). */
+  readonly printScrapeConfig: boolean;
 }
 
 export const DEFAULT_STATE_DIR = '.devstack';
@@ -51,7 +53,7 @@ function whole(option: string, raw: string, min: number, max: number): number {
 /** Parse `pnpm xtask devstack` arguments; `root` resolves a relative --state-dir. */
 export function parseDevstackOptions(argv: readonly string[], root: string): DevstackOptions {
   const { positionals, flags, options } = parseArgs(argv, {
-    flags: ['fresh', 'rabbitmq', 'quiet'],
+    flags: ['fresh', 'rabbitmq', 'quiet', 'print-scrape-config'],
     options: ['port-base', 'for', 'only', 'state-dir', 'history-rows', 'db-prefix', 'seed', 'replicas'],
   });
   if (positionals.length > 0) throw new UsageError(`devstack takes no positional arguments, got ${JSON.stringify(positionals[0])}`);
@@ -94,5 +96,6 @@ export function parseDevstackOptions(argv: readonly string[], root: string): Dev
     dbPrefix,
     seed: seedRaw === undefined ? 1 : whole('seed', seedRaw, 0, 2 ** 31 - 2),
     replicas,
+    printScrapeConfig: flags.has('print-scrape-config'),
   };
 }

@@ -200,18 +200,6 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
     const tty = (io.stdout as { isTTY?: boolean }).isTTY === true;
     view = new LiveView(io.stdout, { tty, quiet: options.quiet, header: banner });
 
-    /**
-     * An archiving service's first timed cycle may have run before its history was seeded, and
-     * the next is ARCHIVE_EVERY_MINUTES away: ask for one now, as an operator would, through its
-     * admin route (409 archive_lease_held: a cycle is running already, which is as good).
-     */
-    async function archiveNow(r: Running): Promise<void> {
-      const res = await fetch(`${r.supervisor.url}/v1/admin/archive/run`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}` }, signal: AbortSignal.timeout(120_000) });
-      const body = (await res.json().catch(() => ({}))) as { tables?: Array<{ table: string; rows: number }> };
-      if (res.ok) event(`${r.service.name}: archive cycle after seeding: ${(body.tables ?? []).map((t) => `${t.table} ${t.rows.toLocaleString('en-US')}`).join(', ')}`);
-      else if (res.status !== 409) event(`${r.service.name}: archive cycle after seeding answered ${res.status}`);
-    }
-
     async function onReady(r: Running): Promise<void> {
       if (r.traffic || r.seeding || !r.demo) return;
       r.seeding = true;
@@ -231,7 +219,6 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
           await saveState(options.stateDir, state);
           r.seededThisRun = true;
           event(`${r.service.name}: seeded aged history in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-          if (r.settings.archive) await archiveNow(r);
         } catch (error) {
           r.seedFailed = (error as Error).message;
           event(`${r.service.name}: seeding aged history failed: ${r.seedFailed}`);

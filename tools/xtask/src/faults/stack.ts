@@ -116,7 +116,10 @@ export class FaultStack {
     const port = this.portBase + this.nextPort++;
     // The devstack's derivation; each process its own port.
     const user: Record<string, string> = { [`${profile.envPrefix}HTTP_PORT`]: String(port) };
-    for (const [key, value] of Object.entries(settings)) user[`${profile.envPrefix}${key}`] = value;
+    // The archive timer's first cycle soon after a start (3 s + security's phase = 4 s; the
+    // devstack's 20 s, production's 300 s would only make the scenarios wait).
+    const own: Record<string, string> = { ...(profile.archive ? { ARCHIVE_FIRST_CYCLE_DELAY_SECONDS: '3' } : {}), ...settings };
+    for (const [key, value] of Object.entries(own)) user[`${profile.envPrefix}${key}`] = value;
     const generated = serviceEnv(profile, this.infra(), user);
     const base: Record<string, string | undefined> = {};
     for (const [k, v] of Object.entries(this.options.baseEnv)) if (!k.startsWith('CRAIG_')) base[k] = v;

@@ -115,7 +115,7 @@ export const ARCHIVE_SEED: AuditSeed = { aged: 6_000, fresh: 200, deadLetters: 5
 /**
  * The security service's database seeded with `ARCHIVE_SEED`, on a stack whose object store is
  * the S3 test server; the service itself is not started yet (the scenario injects its fault
- * first). Timer cycles come once, 5 s after a start, then hourly: the scenario triggers the rest.
+ * first). Timer cycles come once, 4 s after a start (ARCHIVE_FIRST_CYCLE_DELAY_SECONDS=3 in the fault stack), then hourly: the scenario triggers the rest.
  */
 export async function archiveStack(ctx: ScenarioContext, settings: Readonly<Record<string, string>> = {}) {
   const store = await ctx.s3();

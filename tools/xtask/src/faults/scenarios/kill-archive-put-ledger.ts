@@ -33,7 +33,7 @@ export const killArchivePutLedger: FaultScenario = {
     await holder`begin`;
     await holder`lock table archive_ledger in share mode`;
 
-    // Its first timer cycle runs 5 s after the start.
+    // Its first timer cycle runs 4 s after the start (the fault stack's ARCHIVE_FIRST_CYCLE_DELAY_SECONDS=3).
     const security = await stack.start('security');
     await waitFor('the ledger commit waiting on the held table', async () => (await waitingOnLock(sql, 'security:archive')).length > 0, { timeoutMs: 60_000, intervalMs: 25 });
     const killedAt = performance.now();

@@ -41,7 +41,7 @@ export const s3Down: FaultScenario = {
     const port = Number(new URL(store.endpoint).port);
     process.kill(store.pid!, 'SIGKILL');
     const security = await stack.start('security', settings);
-    // The timer's first cycle starts 5 s after the start and finds nothing listening.
+    // The timer's first cycle starts 4 s after the start and finds nothing listening.
     await sleep(10_000);
     const during = await auditCounts(sql);
     out.equal('ledger entries while the store is down', during.ledgerEntries, 0);
