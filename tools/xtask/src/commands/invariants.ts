@@ -1,20 +1,11 @@
-import { cleanupRetentionSpecs } from '@craig/cleanup';
 import { createClient } from '@craig/db';
-import { outboxBacklog, readPruneLatches, retentionOverrun, transportRetentionSpecs, type RetentionSpec } from '@craig/mq';
-import { archiveRetentionSpecs } from '@craig/retention';
 import { loadServiceSettings } from '@craig/settings';
 import { parseArgs, UsageError, writeLine, type Command } from '../command.ts';
 import { printTable } from '../bench/measure.ts';
+import { checkInvariants, type InvariantResult } from '../invariants-check.ts';
 import { knownServiceNames, serviceEntry } from '../services.ts';
 
-/** One line of the report: an invariant and whether it holds. */
-export interface InvariantResult {
-  readonly name: string;
-  readonly ok: boolean;
-  /** Rows that break it (overdue rows, parked rows), 0 when it holds. */
-  readonly rows: number;
-  readonly detail: string;
-}
+export type { InvariantResult } from '../invariants-check.ts';
 
 export const invariantsCommand: Command = {
   name: 'invariants',
@@ -46,41 +37,10 @@ A window of 0 (sweep disabled) holds trivially. Exit 0 when all hold, 1 when any
     const entry = serviceEntry(name);
     if (!entry) throw new UsageError(`unknown service "${name}" (known: ${knownServiceNames().join(', ')})`);
     const settings = loadServiceSettings(entry.profile, ctx.env);
-    const specs: RetentionSpec[] = [...transportRetentionSpecs(settings.retention)];
-    if (settings.archive && entry.archive) specs.push(...archiveRetentionSpecs(entry.archive.specs, settings.archive.hotWindowDays));
-    if (settings.cleanup) specs.push(...cleanupRetentionSpecs(settings.cleanup.jobRetentionDays));
-    // The service's own sweeps (financial: settled subsidy_reconcile_queue rows).
-    if (entry.invariants) specs.push(...entry.invariants(settings));
-
     const sql = createClient(settings.databaseUrl, { service: `${name}:xtask`, max: 1 });
-    const results: InvariantResult[] = [];
+    let results: InvariantResult[];
     try {
-      for (const spec of specs) {
-        const o = await retentionOverrun(sql, spec);
-        results.push({
-          name: o.name,
-          ok: o.ok,
-          rows: o.overdueRows,
-          detail: spec.windowDays === 0 ? 'sweep disabled (window 0)' : o.ok ? `none older than ${spec.windowDays} d + grace` : `${o.overdueRows} overdue, oldest ${o.oldest?.toISOString() ?? '?'}`,
-        });
-      }
-      const latches = [...(await readPruneLatches(sql)).values()];
-      results.push({
-        name: 'prune_latch',
-        ok: latches.length === 0,
-        rows: 0,
-        detail:
-          latches.length === 0
-            ? 'no sweep latched'
-            : latches.map((l) => `${l.target} latched since ${l.latchedAt.toISOString()}: pnpm xtask prune ${name} --resume ${l.target}`).join('; '),
-      });
-      const { parked } = await outboxBacklog(sql);
-      results.push({
-        name: 'event_outbox_parked',
-        ok: parked === 0,
-        rows: parked,
-        detail: parked === 0 ? 'nothing parked' : `${parked} parked rows never delivered: POST /v1/admin/events/redrive`,
-      });
+      results = await checkInvariants(sql, name, entry, settings);
     } finally {
       await sql.end({ timeout: 5 });
     }
