@@ -78,7 +78,7 @@ function invariantsCard(row: ServiceRow, elapsedSeconds: number): string {
   let body = '';
   if (v && 'error' in v) body = `<p class="bad">${h(v.error)}</p>`;
   else if (v)
-    body = `<table>${v.results.map((r) => `<tr class="${r.ok ? 'ok' : 'red'}" data-invariant="${h(r.name)}"><td>${h(r.name)}</td><td class="verdict ${r.ok ? 'ok' : 'red'}">${r.ok ? 'ok' : 'RED'}</td><td>${h(r.detail)}</td></tr>`).join('')}</table>`;
+    body = `<ul>${v.results.map((r) => `<li class="${r.ok ? 'ok' : 'red'}" data-invariant="${h(r.name)}"><span class="verdict ${r.ok ? 'ok' : 'red'}">${r.ok ? 'ok' : 'RED'}</span> <code>${h(r.name)}</code><br><small>${h(r.detail)}</small></li>`).join('')}</ul>`;
   return `<section class="card invariants" data-service="${h(row.name)}" data-verdict="${verdictClass(v)}">${head}${body}</section>`;
 }
 
@@ -86,7 +86,8 @@ function chartsCard(row: ServiceRow, history: ReadonlyMap<string, readonly Point
   const figures = [...history]
     .map(([table, points]) => {
       const latest = [...points].reverse().find((p) => p[1] !== undefined)?.[1];
-      return `<figure>${sparkline(table, points)}<figcaption>${h(table)} <b>${latest === undefined ? '?' : count(latest)}</b></figcaption></figure>`;
+      const max = Math.max(0, ...points.map((p) => p[1] ?? 0));
+      return `<figure>${sparkline(table, points, { width: 140, height: 40 })}<figcaption>${h(table)} <b>${latest === undefined ? '?' : count(latest)}</b> <small>max ${count(max)}</small></figcaption></figure>`;
     })
     .join('');
   return `<section class="card charts" data-service="${h(row.name)}"><h3>${h(row.name)}</h3>${figures || '<p class="dim">no demo tables counted yet</p>'}</section>`;
@@ -121,10 +122,11 @@ table { border-collapse: collapse; background: #fff; }
 .error { max-width: 28em; overflow-wrap: anywhere; font-size: 12px; }
 .state.up, .verdict.ok, .ok { color: #007017; } .state.busy { color: #996800; } .state.failed, .bad, .verdict.red, .verdict.error { color: #b32d2e; }
 .state.absent, .verdict.unchecked { color: #68737d; }
-.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(320px, 1fr)); gap: 10px; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(330px, 1fr)); gap: 10px; }
 .card { background: #fff; padding: 8px 10px; box-shadow: 0 1px 2px #0002; }
-.card table { font-size: 12px; } .card td { padding: 1px 6px 1px 0; vertical-align: top; } .card tr.red td { background: #fcf0f1; }
-figure { display: inline-block; margin: 0 10px 6px 0; } figcaption { font-size: 12px; }
+.card ul { list-style: none; margin: 0; padding: 0; font-size: 12px; } .card li { padding: 2px 4px; overflow-wrap: anywhere; } .card li.red { background: #fcf0f1; }
+.card code { font-size: 12px; color: inherit; } .card li.ok small { color: #68737d; }
+figure { display: inline-block; width: 140px; margin: 0 10px 8px 0; vertical-align: top; } figcaption { font-size: 12px; overflow-wrap: anywhere; }
 .chart .line { fill: none; stroke: #2271b1; stroke-width: 1.5; } .chart .dot { fill: #2271b1; } .chart .axis { stroke: #c3c4c7; stroke-width: 1; }
 #events { font: 12px/1.35 ui-monospace, monospace; background: #fff; padding: 8px 8px 8px 3em; max-height: 22em; overflow: auto; }
 `;
