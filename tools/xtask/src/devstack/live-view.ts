@@ -38,8 +38,14 @@ const MIN_ERROR_WIDTH = 12;
 
 const COLUMNS: readonly Column[] = [
   { head: ['service', ''], drop: 0, cell: (r) => r.name },
-  { head: ['state', ''], drop: 0, cell: stateText },
-  { head: ['restarts', ''], drop: 7, cell: (r) => ({ parts: [String(restartsOf(r))] }) },
+  {
+    head: ['state', ''],
+    drop: 0,
+    cell: (r) => {
+      const n = restartsOf(r);
+      return n > 0 ? `${stateText(r)} (${n} restart${n === 1 ? '' : 's'})` : stateText(r);
+    },
+  },
   {
     head: ['outbox', 'pend/park'],
     drop: 3,
@@ -277,7 +283,8 @@ export class LiveView {
     if (!this.last || !this.onTty || this.closed) return;
     const screen = this.out as Screen;
     const { rows, elapsed } = this.last;
-    const title = ['craig devstack', `${Math.floor(elapsed)} s`, upText(rows), ...(this.options.statusUrl ? [`status page ${this.options.statusUrl}`] : []), 'Ctrl-C stops'].join(' · ');
+    // The page's address early: on a narrow window the end of the title is cut.
+    const title = ['craig devstack', ...(this.options.statusUrl ? [this.options.statusUrl] : []), `${Math.floor(elapsed)} s`, upText(rows), 'Ctrl-C stops'].join(' · ');
     const frame = renderFrame({ title, banner: this.options.header, rows, events: this.happenings }, { columns: screen.columns ?? 100, rows: screen.rows ?? 40 });
     // The first frame clears the screen; later ones overwrite it from the top, clearing each
     // line's rest and everything under the frame, so nothing flickers and nothing is left over.

@@ -104,8 +104,8 @@ ${servicesTable(view.rows)}
 <div class="grid">${running.map((r) => invariantsCard(r, view.elapsedSeconds)).join('\n')}</div>
 <h2>Rows over time <small>(count(*) of each demo table)</small></h2>
 <div class="grid">${running.map((r) => chartsCard(r, view.history(r.name))).join('\n')}</div>
-<h2>What happened</h2>
-<ol id="events">${view.events.map((e) => `<li>${h(e)}</li>`).join('')}</ol>`;
+<h2>What happened <small>(newest first)</small></h2>
+<ul id="events">${[...view.events].reverse().map((e) => `<li>${h(e)}</li>`).join('')}</ul>`;
 }
 
 const STYLE = `
@@ -128,7 +128,7 @@ table { border-collapse: collapse; background: #fff; }
 .card code { font-size: 12px; color: inherit; } .card li.ok small { color: #68737d; }
 figure { display: inline-block; width: 140px; margin: 0 10px 8px 0; vertical-align: top; } figcaption { font-size: 12px; overflow-wrap: anywhere; }
 .chart .line { fill: none; stroke: #2271b1; stroke-width: 1.5; } .chart .dot { fill: #2271b1; } .chart .axis { stroke: #c3c4c7; stroke-width: 1; }
-#events { font: 12px/1.35 ui-monospace, monospace; background: #fff; padding: 8px 8px 8px 3em; max-height: 22em; overflow: auto; }
+#events { font: 12px/1.35 ui-monospace, monospace; background: #fff; padding: 8px; margin: 0; list-style: none; max-height: 22em; overflow: auto; }
 `;
 
 /** The whole page; `nonce` lets the inline style and script through the page's CSP. */

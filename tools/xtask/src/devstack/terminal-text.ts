@@ -55,27 +55,40 @@ export function pad(text: string, width: number, right = false): string {
 }
 
 /**
- * The text as lines of at most `width` cells, the continuation lines indented by `indent`
- * cells: what the terminal would have wrapped, counted before it is drawn.
+ * The text as lines of at most `width` cells, broken at spaces where it can be (a word longer
+ * than a line is split), the continuation lines indented by `indent` cells: what the terminal
+ * would have wrapped, counted before it is drawn.
  */
 export function wrap(text: string, width: number, indent = 0): string[] {
   if (width <= indent + 1) return [truncate(text, width)];
   const lines: string[] = [];
   let line = '';
-  let w = 0;
-  let limit = width;
-  for (const ch of text) {
-    const cw = charWidth(ch.codePointAt(0)!);
-    if (w + cw > limit) {
+  const room = () => width - displayWidth(line);
+  const fresh = () => line.trim() === '';
+  for (const word of text.split(/( +)/)) {
+    if (word === '') continue;
+    if (displayWidth(word) <= room()) {
+      line += word;
+      continue;
+    }
+    if (/^ +$/.test(word)) {
       lines.push(line);
       line = ' '.repeat(indent);
-      w = indent;
-      limit = width;
-      if (ch === ' ') continue;
+      continue;
     }
-    line += ch;
-    w += cw;
+    if (!fresh()) {
+      lines.push(line.trimEnd());
+      line = ' '.repeat(indent);
+    }
+    // A word wider than a whole line: split it where the line ends.
+    for (const ch of word) {
+      if (displayWidth(ch) > room()) {
+        lines.push(line);
+        line = ' '.repeat(indent);
+      }
+      line += ch;
+    }
   }
   lines.push(line);
-  return lines;
+  return lines.map((l) => l.trimEnd());
 }
