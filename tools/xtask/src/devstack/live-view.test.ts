@@ -136,6 +136,8 @@ describe('fleet line (pipes and files)', () => {
       '[   61s] 7/8 services up · outbox 7 pending, 3 parked · pruned 166,445 · archived 33,300 · cleanup 2 jobs · not up: rules restarting · LATCHED: safety event_inbox · invariants red: safety (1 red), rules (1 red), inventory (1 red)',
     );
     expect(line.length).toBeLessThan(240);
+    const starting = fakeFleet().rows.map((r) => ({ ...r, processes: r.processes.map((p) => ({ ...p, status: 'starting' as const })), invariants: undefined }));
+    expect(fleetLine(starting, 5)).toBe('[    5s] 0/8 services up · outbox 7 pending, 3 parked · pruned 166,445 · archived 33,300 · cleanup 2 jobs · not up: 8 starting · LATCHED: safety event_inbox');
   });
 });
 

@@ -191,7 +191,12 @@ export function fleetLine(rows: readonly ServiceRow[], elapsedSeconds: number): 
   const jobs = total((r) => sumOf(r.activity?.cleanupJobs));
   if (jobs) bits.push(`cleanup ${count(jobs)} job${jobs === 1 ? '' : 's'}`);
   const notUp = running.filter((r) => !allUp(r));
-  if (notUp.length) bits.push(`not up: ${notUp.map((r) => `${r.name} ${stateText(r)}`).join(', ')}`);
+  if (notUp.length) {
+    // By state; past three services of one state, only how many ("8 starting" at the start).
+    const by = new Map<string, string[]>();
+    for (const r of notUp) by.set(stateText(r), [...(by.get(stateText(r)) ?? []), r.name]);
+    bits.push(`not up: ${[...by].map(([state, names]) => (names.length > 3 ? `${names.length} ${state}` : `${names.join(', ')} ${state}`)).join(', ')}`);
+  }
   const latched = running.flatMap((r) => (r.activity?.latched ?? []).map((t) => `${r.name} ${t}`));
   if (latched.length) bits.push(`LATCHED: ${latched.join(', ')}`);
   const checked = running.filter((r) => r.invariants);
