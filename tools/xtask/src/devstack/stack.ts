@@ -81,7 +81,9 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
       } else {
         writeLine(io.stdout, `starting embedded PostgreSQL 15 in ${shown(join(options.stateDir, 'pg'))} ...`);
         const pgLog = join(logs, 'postgres.log');
-        const server: EmbeddedServer = await startEmbeddedPostgres({ dataDir: join(options.stateDir, 'pg'), detached: true, onLog: (text) => appendFileSync(pgLog, text) });
+        // Kept by a child process of its own, so a devstack killed with SIGKILL takes the
+        // cluster down with it instead of leaving a postmaster on the data directory.
+        const server: EmbeddedServer = await startEmbeddedPostgres({ dataDir: join(options.stateDir, 'pg'), detached: true, process: 'child', logFile: pgLog });
         stops.push({ name: 'PostgreSQL', stop: () => server.stop() });
         serverUrl = server.url;
         embeddedUrl = server.url;
