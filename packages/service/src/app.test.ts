@@ -24,7 +24,7 @@ describe('createHttpApp', () => {
     service: 'cases',
     logger: silentLogger(),
     registry,
-    adminToken: 'a-long-enough-admin-token',
+    adminToken: 'a-long-enough-admin-token-0123456789',
     readiness: [{ name: 'database', check: async () => void (ready || (await Promise.reject(new Error('connection refused')))) }],
   });
   app.post('/v1/admin/replay', async () => {

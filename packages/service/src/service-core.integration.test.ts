@@ -10,7 +10,7 @@ import { bootService, subscriptionTask } from './boot.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { consumerOptions, serviceCore } from './service-core.ts';
 
-const TOKEN = 'an-admin-token-for-tests';
+const TOKEN = 'an-admin-token-for-tests-0123456789';
 const dbs: TestDatabase[] = [];
 afterEach(async () => {
   await Promise.all(dbs.splice(0).map((d) => d.drop()));

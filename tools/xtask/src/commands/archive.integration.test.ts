@@ -50,7 +50,7 @@ beforeEach(async () => {
 
 const env = (overrides: Record<string, string> = {}) => ({
   CRAIG_ARCH_LAB__DATABASE_URL: db.url,
-  CRAIG_ARCH_LAB__ADMIN_TOKEN: 'x'.repeat(16),
+  CRAIG_ARCH_LAB__ADMIN_TOKEN: 'x'.repeat(32),
   CRAIG__BUS_DATABASE_URL: db.url,
   CRAIG_ARCH_LAB__OBJECT_STORE_BACKEND: 's3',
   CRAIG_ARCH_LAB__OBJECT_STORE_ENDPOINT: server.endpoint,
@@ -135,7 +135,7 @@ describe('pnpm xtask archive <service>', () => {
     try {
       const unregistered = await xtask(['archive', 'arch-nospecs'], {
         CRAIG_ARCH_NOSPECS__DATABASE_URL: db.url,
-        CRAIG_ARCH_NOSPECS__ADMIN_TOKEN: 'x'.repeat(16),
+        CRAIG_ARCH_NOSPECS__ADMIN_TOKEN: 'x'.repeat(32),
         CRAIG_ARCH_NOSPECS__OBJECT_STORE_BACKEND: 's3',
         CRAIG_ARCH_NOSPECS__OBJECT_STORE_BUCKET: 'b-b-b',
       });

@@ -23,7 +23,7 @@ describe('pnpm xtask migrate <service>', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const env = () => ({ CRAIG_LAB__DATABASE_URL: db.url, CRAIG_LAB__ADMIN_TOKEN: 'x'.repeat(16), CRAIG__BUS_DATABASE_URL: db.url });
+  const env = () => ({ CRAIG_LAB__DATABASE_URL: db.url, CRAIG_LAB__ADMIN_TOKEN: 'x'.repeat(32), CRAIG__BUS_DATABASE_URL: db.url });
 
   it("applies the service's migrations to the database its settings name", async () => {
     const stdout = capture();

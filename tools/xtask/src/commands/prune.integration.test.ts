@@ -26,7 +26,7 @@ describe('pnpm xtask prune <service>', () => {
     await db.sql`insert into event_inbox (consumer, event_id, event_type, received_at) select 'c', gen_random_uuid(), 'case.opened', now() - interval '40 days' from generate_series(1, 12)`;
   });
 
-  const env = (extra: Record<string, string> = {}) => ({ CRAIG_LAB__DATABASE_URL: db.url, CRAIG_LAB__ADMIN_TOKEN: 'x'.repeat(16), CRAIG__BUS_DATABASE_URL: db.url, ...extra });
+  const env = (extra: Record<string, string> = {}) => ({ CRAIG_LAB__DATABASE_URL: db.url, CRAIG_LAB__ADMIN_TOKEN: 'x'.repeat(32), CRAIG__BUS_DATABASE_URL: db.url, ...extra });
   const left = async () => (await db.sql<{ o: number; i: number }[]>`select (select count(*) from event_outbox)::int as o, (select count(*) from event_inbox)::int as i`)[0];
 
   it('--dry-run reports what a cycle would delete and deletes nothing', async () => {
@@ -83,7 +83,7 @@ describe('pnpm xtask prune <service>', () => {
     for (const name of ['cases', 'security', 'inventory', 'financial'] as const) {
       const settings = loadServiceSettings(name, {
         [`CRAIG_${name.toUpperCase()}__DATABASE_URL`]: db.url,
-        [`CRAIG_${name.toUpperCase()}__ADMIN_TOKEN`]: 'x'.repeat(16),
+        [`CRAIG_${name.toUpperCase()}__ADMIN_TOKEN`]: 'x'.repeat(32),
         CRAIG__BUS_DATABASE_URL: db.url,
         CRAIG__OBJECT_STORE_BACKEND: 's3',
         CRAIG__OBJECT_STORE_BUCKET: 'archive',
