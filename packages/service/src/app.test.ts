@@ -55,7 +55,7 @@ describe('createHttpApp', () => {
   it('guards /v1/admin/* with the bearer token', async () => {
     expect((await app.inject({ method: 'POST', url: '/v1/admin/replay' })).statusCode).toBe(401);
     expect((await app.inject({ method: 'POST', url: '/v1/admin/replay', headers: { authorization: 'Bearer wrong' } })).statusCode).toBe(401);
-    const ok = await app.inject({ method: 'POST', url: '/v1/admin/replay', headers: { authorization: 'Bearer a-long-enough-admin-token' } });
+    const ok = await app.inject({ method: 'POST', url: '/v1/admin/replay', headers: { authorization: 'Bearer a-long-enough-admin-token-0123456789' } });
     expect(ok.statusCode).toBe(400);
     expect(ok.json()).toEqual({ error: { code: 'replay_out_of_window', message: 'from is before the replay horizon 2026-11-02T00:00:00Z', retryable: false, boundary: '2026-11-02T00:00:00Z' } });
   });

@@ -86,6 +86,19 @@ describe('loadServiceSettings', () => {
     expect(error.message).toContain('CRAIG_CASES__EVENT_INBOX_RETENTION_DAYS="31"');
   });
 
+  it('masks the password of a URL the parser refuses (a bad port), and the value of a misspelt secret key', () => {
+    const { error, issues } = problems('cases', {
+      ...base,
+      CRAIG_CASES__DATABASE_URL: 'postgres://app:s3cr3t-pw@db:port/cases',
+      CRAIG_CASES__ADMIN_TOKN: 'a-misspelt-but-real-admin-token-0123456789',
+      CRAIG_CASES__MY_PASSWORD: 'hunter22',
+    });
+    expect(issues.find((i) => i.variable === 'CRAIG_CASES__DATABASE_URL')?.value).toBe('postgres://app:***@db:port/cases');
+    expect(issues.find((i) => i.variable === 'CRAIG_CASES__ADMIN_TOKN')?.value).toBe('<redacted, 42 characters>');
+    expect(issues.find((i) => i.variable === 'CRAIG_CASES__MY_PASSWORD')?.value).toBe('<redacted, 8 characters>');
+    for (const secret of ['s3cr3t-pw', 'a-misspelt-but-real-admin-token', 'hunter22']) expect(error.message).not.toContain(secret);
+  });
+
   it('refuses an unknown service key and suggests the closest known one', () => {
     const { error, issues } = problems('cases', { ...base, CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAY: '10' });
     expect(issues).toHaveLength(1);
