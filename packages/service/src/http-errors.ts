@@ -109,7 +109,9 @@ function echoField(value: unknown, depth: number): unknown {
  */
 export function errorBody(error: unknown, status: number): { error: Record<string, unknown> } {
   if (!(error instanceof Error)) return { error: { code: 'internal', message: 'internal error' } };
-  if (status >= 500 && !isCodedError(error)) return { error: { code: 'internal', message: 'internal error' } };
+  // A 500 is an error no table entry knows (a driver's, say: a PostgresError carries the
+  // server's file, line, routine and the statement's parameters): nothing of it goes out.
+  if (status === 500 || (status > 500 && !isCodedError(error))) return { error: { code: 'internal', message: 'internal error' } };
   const fields: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(error)) {
     if (key === 'cause' || key === 'stack' || key === 'code' || key === 'message' || typeof value === 'function') continue;

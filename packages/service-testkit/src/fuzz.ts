@@ -1,0 +1,187 @@
+// Property tests of a service's whole HTTP surface: for every route the app has (from
+// `listRoutes`, so a new route cannot be missed), random methods, paths, query strings, headers
+// and bodies, each answered in bounded time with a 2xx, or a 4xx whose body is the typed error
+// body (its code names its status), and with the database unchanged by every refused request.
+import type { Sql } from '@craig/db';
+import { HTTP_STATUS_BY_CODE, listRoutes, type RouteEntry } from '@craig/service';
+import fc from 'fast-check';
+import type { FastifyInstance, InjectOptions } from 'fastify';
+import { authArbitrary, bodyArbitrary, CONTENT_TYPES, METHODS, queryArbitrary, segmentArbitrary } from './fuzz-inputs.ts';
+
+export { field, hostileScalar, shapedObject } from './fuzz-inputs.ts';
+
+/** What a route's valid-looking inputs are, to get cases past the first refusal. */
+export interface RouteShape {
+  /** Values of path parameters that mean something (existing ids), by parameter name. */
+  readonly params?: Readonly<Record<string, fc.Arbitrary<string>>>;
+  /** Query parameters the route knows, with plausible values. */
+  readonly query?: Readonly<Record<string, fc.Arbitrary<string>>>;
+  /** A body shaped like the route's (built with `shapedObject` / `field`, so often wrong). */
+  readonly body?: fc.Arbitrary<unknown>;
+}
+
+/** `'<METHOD> <url pattern>'` → shape, one for every route except the HEAD twins (they take their GET's). */
+export type RouteShapes = Readonly<Record<string, RouteShape>>;
+
+/** Cases per route: `CRAIG_FUZZ_RUNS`, default 1,000. */
+export function fuzzRuns(): number {
+  // eslint-disable-next-line no-restricted-properties -- a test tool's knob
+  const raw = process.env.CRAIG_FUZZ_RUNS;
+  return raw !== undefined && /^[1-9][0-9]{0,6}$/.test(raw) ? Number(raw) : 1000;
+}
+
+/**
+ * The seed of a route's cases: `CRAIG_FUZZ_SEED` when set (to reproduce a run, with the `path`
+ * fast-check prints), else fixed per service and route, so CI runs the same cases every time.
+ */
+export function fuzzSeed(label: string): number {
+  // eslint-disable-next-line no-restricted-properties -- a test tool's knob
+  const raw = process.env.CRAIG_FUZZ_SEED;
+  if (raw !== undefined && /^-?[0-9]{1,10}$/.test(raw)) return Number(raw) | 0;
+  let h = 0x811c9dc5;
+  for (const ch of label) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193);
+  return h | 0;
+}
+
+/**
+ * A cheap fingerprint of every table of the database (row count and an md5 of the rows' text,
+ * per table), read through `sql` (the owner's pool, which sees every row).
+ */
+export async function databaseFingerprint(sql: Sql): Promise<string> {
+  const tables = await sql<{ q: string }[]>`
+    select format('select %L as t, count(*) as n, md5(coalesce(string_agg(x::text, %L order by x::text), %L)) as h from %I.%I x', n.nspname || '.' || c.relname, chr(31), '', n.nspname, c.relname) as q
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace
+    where c.relkind in ('r', 'p') and n.nspname not in ('pg_catalog', 'information_schema') and n.nspname not like 'pg_toast%'
+    order by n.nspname, c.relname`;
+  if (tables.length === 0) return '';
+  const rows = await sql.unsafe<{ t: string; n: string; h: string }[]>(tables.map((t) => t.q).join(' union all '));
+  return rows.map((r) => `${r.t}:${r.n}:${r.h}`).join('\n');
+}
+
+export interface FuzzTarget {
+  readonly app: FastifyInstance;
+  /** A pool that sees every row of the service's database (the owner's: `h.db.sql`). */
+  readonly owner: Sql;
+  readonly adminToken: string;
+  /** A label for seeds and messages (the service's name). */
+  readonly service: string;
+}
+
+export interface FuzzCase {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Record<string, string | string[]>;
+  readonly body: string;
+  readonly payload: Buffer | string | undefined;
+}
+
+/** The routes to fuzz: every route of the app, with the shape of each (a HEAD twin takes its GET's). */
+export function routesWithShapes(app: FastifyInstance, shapes: RouteShapes): { routes: readonly RouteEntry[]; missing: string[]; stale: string[] } {
+  const routes = listRoutes(app);
+  const keys = new Set(routes.filter((r) => r.method !== 'HEAD').map((r) => `${r.method} ${r.url}`));
+  return { routes, missing: [...keys].filter((k) => !(k in shapes)), stale: Object.keys(shapes).filter((k) => !keys.has(k)) };
+}
+
+function caseArbitrary(route: RouteEntry | undefined, shape: RouteShape, token: string): fc.Arbitrary<FuzzCase> {
+  const pattern = route?.url ?? '/v1/:a/:b';
+  const params = [...pattern.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]!);
+  const path = fc.tuple(...params.map((p) => segmentArbitrary(shape.params?.[p])), fc.oneof({ arbitrary: fc.constant(''), weight: 12 }, { arbitrary: fc.constantFrom('/', '//x', '/..', '%2F'), weight: 1 })).map((parts) => {
+    let i = 0;
+    return pattern.replace(/:([A-Za-z0-9_]+)/g, () => parts[i++]!) + parts.at(-1)!;
+  });
+  const unmatched = fc.oneof(
+    fc.array(fc.oneof(fc.constantFrom('v1', 'admin', 'events', 'replay', 'V1', '%61dmin', '..', '', 'metrics'), fc.string({ maxLength: 12 }).map(encodeURIComponent)), { maxLength: 5 }).map((s) => `/${s.join('/')}`),
+    fc.constantFrom('/v1/admin/', '/v1/admin/x', '/v1/%61dmin/events/replay', '/v1/admin//events/replay', '/V1/ADMIN/EVENTS/REPLAY', '/%FF', '/v1/%00', '/healthz/', '//healthz', `/${'a'.repeat(5000)}`),
+  );
+  const method = route ? fc.oneof({ arbitrary: fc.constant(route.method), weight: 8 }, { arbitrary: fc.constantFrom(...METHODS), weight: 1 }) : fc.constantFrom(...METHODS);
+  return fc
+    .record({
+      method,
+      path: route ? path : unmatched,
+      query: queryArbitrary(shape.query ?? {}),
+      auth: authArbitrary(token, route?.admin ?? false),
+      contentType: fc.constantFrom(...CONTENT_TYPES),
+      body: bodyArbitrary(shape.body),
+      lie: fc.option(fc.constantFrom('0', '1', '99999999', '-1', 'abc'), { freq: 15 }),
+      forwarded: fc.option(fc.constantFrom('1.2.3.4', '::1, 10.0.0.1', 'x'.repeat(300)), { freq: 10 }),
+    })
+    .map(({ method: m, path: p, query, auth, contentType, body, lie, forwarded }) => {
+      const headers: Record<string, string | string[]> = {};
+      if (auth.header !== undefined) headers.authorization = auth.header;
+      if (contentType !== undefined && body.payload !== undefined) headers['content-type'] = contentType;
+      if (lie !== null && body.payload !== undefined) headers['content-length'] = lie;
+      if (forwarded !== null) headers['x-forwarded-for'] = forwarded;
+      return { method: m, url: p + query, headers, body: body.label, payload: body.payload };
+    });
+}
+
+function describeCase(c: FuzzCase): string {
+  const shown = typeof c.payload === 'string' ? (c.payload.length > 300 ? `${c.payload.slice(0, 300)}… (${c.payload.length} chars)` : c.payload) : c.payload === undefined ? '(none)' : `<${c.payload.length} bytes>`;
+  return `${c.method} ${c.url.length > 300 ? `${c.url.slice(0, 300)}…` : c.url} headers=${JSON.stringify(c.headers).slice(0, 400)} body[${c.body}]=${shown}`;
+}
+
+const REQUEST_TIMEOUT_MS = 10_000;
+const MAX_ERROR_BODY = 64 * 1024;
+
+async function answer(app: FastifyInstance, c: FuzzCase): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+  const options: InjectOptions = { method: c.method as InjectOptions['method'], url: c.url, headers: c.headers, ...(c.payload === undefined ? {} : { payload: c.payload }) };
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)), REQUEST_TIMEOUT_MS);
+  });
+  try {
+    const res = await Promise.race([app.inject(options), timeout]);
+    return { status: res.statusCode, headers: res.headers, body: res.body };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** What one route's cases got: how many, and how many of each status. */
+export interface FuzzRouteReport {
+  readonly route: string;
+  readonly runs: number;
+  readonly statuses: Readonly<Record<number, number>>;
+}
+
+/**
+ * Fuzz one route (or, with `route` undefined, paths that match no route) with `runs` cases.
+ * Throws fast-check's report (seed, path, the shrunk case) when any case answers 5xx, hangs,
+ * answers a 4xx without the typed error body, or changes the database while refused (or on a
+ * safe method).
+ */
+export async function fuzzRoute(target: FuzzTarget, route: RouteEntry | undefined, shape: RouteShape, runs = fuzzRuns()): Promise<FuzzRouteReport> {
+  const label = route ? `${route.method} ${route.url}` : 'unmatched paths';
+  const statuses: Record<number, number> = {};
+  let baseline = await databaseFingerprint(target.owner);
+  const property = fc.asyncProperty(caseArbitrary(route, shape, target.adminToken), async (c) => {
+    const res = await answer(target.app, c);
+    statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+    const where = `${describeCase(c)}\n  → ${res.status} ${res.body.slice(0, 500)}`;
+    if (res.status >= 500 || res.status < 200) throw new Error(`answered ${res.status}: ${where}`);
+    if (res.status >= 400 && c.method !== 'HEAD') {
+      if (res.body.length > MAX_ERROR_BODY) throw new Error(`error body of ${res.body.length} bytes: ${where}`);
+      let parsed: { error?: { code?: unknown; message?: unknown } };
+      try {
+        parsed = JSON.parse(res.body) as typeof parsed;
+      } catch {
+        throw new Error(`error body is not JSON: ${where}`);
+      }
+      const code = parsed.error?.code;
+      if (typeof code !== 'string' || typeof parsed.error?.message !== 'string') throw new Error(`error body is not { error: { code, message } }: ${where}`);
+      if (HTTP_STATUS_BY_CODE[code] !== res.status) throw new Error(`error code ${code} is HTTP ${HTTP_STATUS_BY_CODE[code]} in HTTP_STATUS_BY_CODE, answered ${res.status}: ${where}`);
+      if (res.status === 401 && res.headers['www-authenticate'] === undefined) throw new Error(`401 without WWW-Authenticate: ${where}`);
+    }
+    const after = await databaseFingerprint(target.owner);
+    const mayWrite = res.status < 400 && !['GET', 'HEAD', 'OPTIONS'].includes(c.method);
+    if (after !== baseline && !mayWrite) throw new Error(`the database changed on a ${res.status} to ${c.method}: ${where}`);
+    baseline = after;
+  });
+  await fc.assert(property, { numRuns: runs, seed: fuzzSeed(`${target.service} ${label}`), endOnFailure: true });
+  return { route: label, runs, statuses };
+}
+
+/** The `route → status histogram` line a fuzz test prints. */
+export function formatReport(service: string, reports: readonly FuzzRouteReport[]): string {
+  return reports.map((r) => `${service} ${r.route}: ${r.runs} cases, ${Object.entries(r.statuses).map(([s, n]) => `${s}×${n}`).join(' ')}`).join('\n');
+}
