@@ -21,14 +21,14 @@ export const hostileScalar: fc.Arbitrary<unknown> = fc.oneof(
 
 /** A field that is usually `valid`, sometimes any hostile value. */
 export function field<T>(valid: fc.Arbitrary<T>): fc.Arbitrary<unknown> {
-  return fc.oneof({ arbitrary: valid, weight: 3 }, { arbitrary: hostileScalar, weight: 1 });
+  return fc.oneof({ arbitrary: valid, weight: 6 }, { arbitrary: hostileScalar, weight: 1 });
 }
 
 /** An object of mostly-valid fields, any of them missing, sometimes with an extra or prototype key. */
 export function shapedObject(fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<unknown> {
   const model = Object.fromEntries(Object.entries(fields).map(([k, a]) => [k, field(a)]));
   return fc
-    .tuple(fc.record(model, { requiredKeys: [] }), fc.option(fc.constantFrom('extra', '__proto__', 'constructor', 'prototype'), { freq: 5 }), hostileScalar)
+    .tuple(fc.record(model, { requiredKeys: [] }), fc.option(fc.constantFrom('extra', '__proto__', 'constructor', 'prototype'), { freq: 8 }), hostileScalar)
     .map(([object, extra, value]) => (extra === null ? object : { ...object, [extra]: value }));
 }
 

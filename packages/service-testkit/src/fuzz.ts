@@ -6,7 +6,8 @@ import type { Sql } from '@craig/db';
 import { HTTP_STATUS_BY_CODE, listRoutes, type RouteEntry } from '@craig/service';
 import fc from 'fast-check';
 import type { FastifyInstance, InjectOptions } from 'fastify';
-import { authArbitrary, bodyArbitrary, CONTENT_TYPES, METHODS, queryArbitrary, segmentArbitrary } from './fuzz-inputs.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { authArbitrary, bodyArbitrary, CONTENT_TYPES, METHODS, queryArbitrary, segmentArbitrary, shapedObject } from './fuzz-inputs.ts';
 
 export { field, hostileScalar, shapedObject } from './fuzz-inputs.ts';
 
@@ -184,4 +185,57 @@ export async function fuzzRoute(target: FuzzTarget, route: RouteEntry | undefine
 /** The `route → status histogram` line a fuzz test prints. */
 export function formatReport(service: string, reports: readonly FuzzRouteReport[]): string {
   return reports.map((r) => `${service} ${r.route}: ${r.runs} cases, ${Object.entries(r.statuses).map(([s, n]) => `${s}×${n}`).join(' ')}`).join('\n');
+}
+
+const DAY_MS = 86_400_000;
+
+/** The shapes of the routes every service has: health, readiness, metrics, replay and redrive. */
+export const COMMON_SHAPES: RouteShapes = {
+  'GET /healthz': {},
+  'GET /readyz': {},
+  'GET /metrics': {},
+  'POST /v1/admin/events/replay': {
+    body: shapedObject({
+      from: fc.oneof(fc.constant(new Date(Date.now() - DAY_MS).toISOString()), fc.date({ noInvalidDate: true }).map((d) => d.toISOString()), fc.constant('2026-01-01')),
+      to: fc.oneof(fc.constant(new Date(Date.now() + DAY_MS).toISOString()), fc.date({ noInvalidDate: true }).map((d) => d.toISOString())),
+    }),
+  },
+  'POST /v1/admin/events/redrive': { body: shapedObject({ ids: fc.array(fc.bigInt({ min: 1n, max: 10n ** 19n }).map(String), { maxLength: 5 }), limit: fc.integer({ min: 0, max: 100_001 }) }) },
+};
+
+export interface HttpSurface extends FuzzTarget {
+  /** Shapes of the service's own routes (the common ones are added). */
+  readonly shapes: RouteShapes;
+  /** Tear the service down after the last case. */
+  readonly drop: () => Promise<void>;
+}
+
+/**
+ * Declare a service's fuzz tests (call at the top level of a test file, once the service is
+ * built): a check that every route has a shape and no shape is stale, one test per listed
+ * route (HEAD twins included) and one for paths that match no route; the per-route status
+ * histograms are printed at the end.
+ */
+export function describeHttpFuzz(surface: HttpSurface): void {
+  const shapes = { ...COMMON_SHAPES, ...surface.shapes };
+  const { routes, missing, stale } = routesWithShapes(surface.app, shapes);
+  const reports: FuzzRouteReport[] = [];
+  describe(`${surface.service} HTTP under hostile input (${fuzzRuns()} cases per route)`, () => {
+    afterAll(async () => {
+      console.log(formatReport(surface.service, reports));
+      await surface.drop();
+    });
+
+    it('has a shape for every route the app lists, and none for a route it does not', () => {
+      expect({ missing, stale }).toEqual({ missing: [], stale: [] });
+    });
+
+    it.each(routes.map((r) => [`${r.method} ${r.url}`, r] as const))('%s: 2xx or a typed 4xx, in bounded time, the database unchanged when refused', async (key, route) => {
+      reports.push(await fuzzRoute(surface, route, shapes[key.replace(/^HEAD /, 'GET ')] ?? {}));
+    });
+
+    it('paths that match no route: a typed 404 (or 401 under /v1/admin/), never anything else', async () => {
+      reports.push(await fuzzRoute(surface, undefined, {}));
+    });
+  });
 }

@@ -18,4 +18,4 @@ export { objectStoreEnv, runToExit, serviceEnv, startMain, stoppedSteps, waitRea
 /** Property tests of a service's whole HTTP surface (fast-check): every route, hostile input, typed refusals, the database unchanged when refused. */
 /** fast-check itself, so a service's fuzz test builds its route shapes without a dependency of its own. */
 export { default as fc } from 'fast-check';
-export { databaseFingerprint, field, formatReport, fuzzRoute, fuzzRuns, fuzzSeed, hostileScalar, routesWithShapes, shapedObject, type FuzzRouteReport, type FuzzTarget, type RouteShape, type RouteShapes } from './fuzz.ts';
+export { COMMON_SHAPES, databaseFingerprint, describeHttpFuzz, field, formatReport, fuzzRoute, fuzzRuns, fuzzSeed, hostileScalar, routesWithShapes, shapedObject, type FuzzRouteReport, type FuzzTarget, type HttpSurface, type RouteShape, type RouteShapes } from './fuzz.ts';

@@ -80,6 +80,21 @@ describe('createHttpApp', () => {
     expect(malformed.statusCode).toBe(400);
     expect((await app.inject('/nope')).statusCode).toBe(404);
   });
+
+  // Found by the HTTP fuzzer: safety's POST /v1/safety-reports with summary "\u0003…\u0000" answered 500
+  // (PostgreSQL text cannot store U+0000). Refused for every route at the JSON parser, naming where.
+  it('refuses U+0000 in any JSON string or key with invalid_request naming its path; prototype keys too', async () => {
+    const nul = await app.inject({ method: 'POST', url: '/v1/echo', payload: '{"n":1,"list":["ok","b\\u0000"]}', headers: { 'content-type': 'application/json' } });
+    expect(nul.statusCode).toBe(400);
+    expect(nul.json().error).toMatchObject({ code: 'invalid_request', field: 'body.list[1]' });
+    const key = await app.inject({ method: 'POST', url: '/v1/echo', payload: '{"n":1,"a\\u0000":2}', headers: { 'content-type': 'application/json' } });
+    expect(key.json().error).toMatchObject({ code: 'invalid_request', field: 'body."a\\u0000"' });
+    // An escaped backslash before "u0000" is no NUL: accepted.
+    expect((await app.inject({ method: 'POST', url: '/v1/echo', payload: '{"n":1,"s":"\\\\u0000"}', headers: { 'content-type': 'application/json' } })).statusCode).toBe(200);
+    const proto = await app.inject({ method: 'POST', url: '/v1/echo', payload: '{"n":1,"__proto__":{"x":1}}', headers: { 'content-type': 'application/json' } });
+    expect(proto.statusCode).toBe(400);
+    expect(proto.json().error.code).toBe('invalid_request');
+  });
 });
 
 describe('Lifecycle', () => {

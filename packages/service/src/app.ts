@@ -4,6 +4,7 @@ import type { Registry } from 'prom-client';
 import { adminTokenCheck, UnauthorizedError } from './admin-auth.ts';
 import { auditOf, finishAudit, startAudit, summarize } from './admin-audit.ts';
 import { errorBody, httpStatusFor } from './http-errors.ts';
+import { InvalidRequestError } from './validation.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -62,6 +63,25 @@ export function listRoutes(app: FastifyInstance): readonly RouteEntry[] {
 
 const ADMIN_PREFIX = '/v1/admin/';
 
+/** Where the first string or key holding U+0000 is (`body.lines[3].amount`), walked without recursion (a body can be 100,000 deep). */
+function nulPath(root: unknown): string | undefined {
+  const stack: Array<{ value: unknown; path: string }> = [{ value: root, path: 'body' }];
+  while (stack.length > 0) {
+    const { value, path } = stack.pop()!;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return path;
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], path: path.length > 200 ? path : `${path}[${i}]` });
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, child] of Object.entries(value)) {
+        if (key.includes('\u0000')) return `${path}.${JSON.stringify(key)}`;
+        stack.push({ value: child, path: path.length > 200 ? path : `${path}.${key}` });
+      }
+    }
+  }
+  return undefined;
+}
+
 // Fastify's own refusals (malformed JSON, body too large, wrong content type, a bad URL) carry a
 // status; they get the code that status has in HTTP_STATUS_BY_CODE, so every error body is typed
 // the same way and its code always names its status.
@@ -87,6 +107,20 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   });
   const table: RouteEntry[] = [];
   routeTables.set(app, table);
+
+  // Fastify's JSON parser (prototype and constructor poisoning refused), plus one refusal every
+  // route needs: PostgreSQL text cannot hold U+0000, so a string (or key) carrying it would
+  // fail its INSERT as a server error (22P05/22021). Refused here, naming where it is.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    parseJson(request, body, (error: Error | null, value?: unknown) => {
+      if (error) return done(error, undefined);
+      const at = typeof body === 'string' && body.includes('u0000') ? nulPath(value) : undefined;
+      if (at === undefined) return done(null, value);
+      done(new InvalidRequestError(at, '[text with U+0000]', [`${at}: must not contain the NUL character (U+0000): PostgreSQL text cannot store it`]), undefined);
+    });
+  });
   const token = adminTokenCheck(options.adminToken);
 
   app.addHook('onRoute', (route) => {

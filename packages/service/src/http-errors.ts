@@ -13,6 +13,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = Object.free
   // @craig/mq
   replay_out_of_window: 400,
   invalid_replay_range: 400,
+  invalid_redrive_id: 400,
   invalid_event: 400,
   payload_too_large: 413,
   // @craig/db
