@@ -98,14 +98,17 @@ export function queryArbitrary(known: Record<string, fc.Arbitrary<string>>): fc.
 
 export type AuthKind = 'valid' | 'missing' | 'wrong' | 'malformed';
 
-/** The Authorization header, mostly right on admin routes so their handlers are reached. */
-export function authArbitrary(token: string, admin: boolean): fc.Arbitrary<{ kind: AuthKind; header: string | string[] | undefined }> {
+/**
+ * The Authorization header: right in 60% of cases (`most`, admin routes, so their handlers are
+ * reached), 20% (`some`, other routes) or 6% (`few`, admin routes whose handler is expensive).
+ */
+export function authArbitrary(token: string, share: 'most' | 'some' | 'few'): fc.Arbitrary<{ kind: AuthKind; header: string | string[] | undefined }> {
   const valid = fc.constantFrom(`Bearer ${token}`, `bearer ${token}`).map((header) => ({ kind: 'valid' as const, header }));
   return fc.oneof(
-    { arbitrary: valid, weight: admin ? 6 : 1 },
-    { arbitrary: fc.constant({ kind: 'missing' as const, header: undefined }), weight: 2 },
-    { arbitrary: fc.oneof(fc.string({ minLength: 1, maxLength: 60 }), fc.constantFrom(token.slice(0, -1), `${token}x`, token.toUpperCase(), 'x'.repeat(token.length))).map((t) => ({ kind: 'wrong' as const, header: `Bearer ${t.replace(/\s/g, '_') || '_'}` })), weight: 1 },
-    { arbitrary: fc.constantFrom(token, `Basic ${token}`, `Bearer  ${token} extra`, 'Bearer', '', [`Bearer ${token}`, `Bearer ${token}`]).map((header) => ({ kind: 'malformed' as const, header })), weight: 1 },
+    { arbitrary: valid, weight: share === 'most' ? 24 : share === 'some' ? 4 : 1 },
+    { arbitrary: fc.constant({ kind: 'missing' as const, header: undefined }), weight: 8 },
+    { arbitrary: fc.oneof(fc.string({ minLength: 1, maxLength: 60 }), fc.constantFrom(token.slice(0, -1), `${token}x`, token.toUpperCase(), 'x'.repeat(token.length))).map((t) => ({ kind: 'wrong' as const, header: `Bearer ${t.replace(/\s/g, '_') || '_'}` })), weight: 4 },
+    { arbitrary: fc.constantFrom(token, `Basic ${token}`, `Bearer  ${token} extra`, 'Bearer', '', [`Bearer ${token}`, `Bearer ${token}`]).map((header) => ({ kind: 'malformed' as const, header })), weight: 4 },
   );
 }
 

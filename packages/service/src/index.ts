@@ -25,6 +25,6 @@ export { serviceCore, consumerOptions, type ServiceCore, type ServiceCoreDeps, t
 /** Parse a request part with zod; a mismatch is an `invalid_request` error naming the field and value. */
 export { parseRequest, InvalidRequestError, type RequestPart } from './validation.ts';
 /** The base of services' own errors, and query-string parsing that names every bad parameter. */
-export { ServiceError, InvalidQueryError, queryParam, refuseUnknownParams, limitParam, type QueryParams } from './errors.ts';
+export { ServiceError, InvalidQueryError, previewValue, queryParam, refuseUnknownParams, limitParam, type QueryParams } from './errors.ts';
 /** The local view of cases (`case_refs`) that `case.*` consumers keep, and the refusals it backs. */
 export { CASE_REFS_MIGRATIONS, CASE_EVENT_PATTERNS, applyCaseEvent, requireOpenCase, caseRefStatus, CaseUnknownError, CaseClosedError, type CaseRefChange, type CaseRefStatus } from './case-refs.ts';
