@@ -50,6 +50,16 @@ export interface RouteEntry {
 }
 
 const routeTables = new WeakMap<FastifyInstance, RouteEntry[]>();
+const handled = new WeakMap<FastifyInstance, { count: number }>();
+
+/**
+ * How many requests have reached a route handler (past auth, routing, body parsing, limits and
+ * schema validation). The fuzz tests read it to know which refusals happened before any
+ * handler code ran.
+ */
+export function handledRequests(app: FastifyInstance): number {
+  return handled.get(app)?.count ?? 0;
+}
 
 /**
  * Every route the app has, one entry per method (including the HEAD twin Fastify adds to each
@@ -113,10 +123,11 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   // fail its INSERT as a server error (22P05/22021). Refused here, naming where it is.
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    parseJson(request, body, (error: Error | null, value?: unknown) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, raw, done) => {
+    const body = typeof raw === 'string' ? raw : raw.toString('utf8');
+    void parseJson(request, body, (error: Error | null, value?: unknown) => {
       if (error) return done(error, undefined);
-      const at = typeof body === 'string' && body.includes('u0000') ? nulPath(value) : undefined;
+      const at = body.includes('u0000') ? nulPath(value) : undefined;
       if (at === undefined) return done(null, value);
       done(new InvalidRequestError(at, '[text with U+0000]', [`${at}: must not contain the NUL character (U+0000): PostgreSQL text cannot store it`]), undefined);
     });
@@ -150,6 +161,12 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   });
 
   app.addHook('onResponse', async (request, reply) => finishAudit(request, reply, options.registry));
+
+  const counter = { count: 0 };
+  handled.set(app, counter);
+  app.addHook('preHandler', async () => {
+    counter.count++;
+  });
 
   async function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const e = error as { validation?: unknown; statusCode?: unknown; code?: unknown; message?: string };

@@ -33,7 +33,7 @@ function shallow(value: unknown, depth: number, max: number): unknown {
  * input: a message is built before anything else can bound it.
  */
 export function previewValue(value: unknown, max = 200): string {
-  const text = value === undefined ? 'undefined' : (JSON.stringify(shallow(value, 3, max)) ?? String(value));
+  const text = value === undefined ? 'undefined' : (JSON.stringify(shallow(value, 3, max)) ?? 'undefined');
   return text.length > max ? `${text.slice(0, max)}… (${text.length > 10 * max ? 'more' : `${text.length} characters`})` : text;
 }
 

@@ -5,7 +5,7 @@
  * boot helper every `main.ts` calls; zod request parsing with typed errors; the case-ref
  * projection the case consumers share.
  */
-export { createHttpApp, listRoutes, DEFAULT_BODY_LIMIT_BYTES, type HttpAppOptions, type ReadinessCheck, type RouteEntry } from './app.ts';
+export { createHttpApp, listRoutes, handledRequests, DEFAULT_BODY_LIMIT_BYTES, type HttpAppOptions, type ReadinessCheck, type RouteEntry } from './app.ts';
 /** The admin token check (digests compared in constant time) and its typed refusal; the audit line's bounded summaries. */
 export { adminTokenCheck, tokenFingerprint, UnauthorizedError, type AdminTokenCheck, type UnauthorizedReason } from './admin-auth.ts';
 export { summarize } from './admin-audit.ts';
