@@ -17,8 +17,8 @@ const condition = shapedObject({
 const validRule = fc.record({
   name: fc.stringMatching(/^[a-z]{1,6}$/),
   when: fc.oneof(
-    fc.record({ eventType: fc.constantFrom('case.opened', 'case.*', '#'), field: fc.constantFrom('caseId', 'a.b'), op: fc.constantFrom('eq', 'neq') as fc.Arbitrary<'eq' | 'neq'>, value: fc.oneof(fc.string({ maxLength: 10 }), fc.integer(), fc.boolean(), fc.constant(null)) }),
-    fc.record({ eventType: fc.constant('placement.*'), field: fc.constant('n'), op: fc.constantFrom('gt', 'lt') as fc.Arbitrary<'gt' | 'lt'>, value: fc.integer() }),
+    fc.record({ eventType: fc.constantFrom('case.opened', 'case.*', '#'), field: fc.constantFrom('caseId', 'a.b'), op: fc.constantFrom<'eq' | 'neq'>('eq', 'neq'), value: fc.oneof(fc.string({ maxLength: 10 }), fc.integer(), fc.boolean(), fc.constant(null)) }),
+    fc.record({ eventType: fc.constant('placement.*'), field: fc.constant('n'), op: fc.constantFrom<'gt' | 'lt'>('gt', 'lt'), value: fc.integer() }),
     fc.record({ eventType: fc.constant('#'), field: fc.constant('kind'), op: fc.constant('in' as const), value: fc.array(fc.string({ maxLength: 4 }), { minLength: 1, maxLength: 5 }) }),
     fc.record({ eventType: fc.constant('safety.reported'), field: fc.constant('severity'), op: fc.constant('exists' as const), value: fc.boolean() }),
   ),
