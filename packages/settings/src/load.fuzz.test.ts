@@ -7,9 +7,7 @@ import { SettingsError } from './errors.ts';
 import { loadServiceSettings, type Env } from './load.ts';
 import { allKnownKeys, SERVICE_NAMES, SERVICE_PROFILES } from './profiles.ts';
 
-// eslint-disable-next-line no-restricted-properties -- a test's knobs
 const RUNS = Number(process.env.CRAIG_FUZZ_RUNS ?? 1000);
-// eslint-disable-next-line no-restricted-properties -- a test's knobs
 const seed = (n: number) => (process.env.CRAIG_FUZZ_SEED === undefined ? n : Number(process.env.CRAIG_FUZZ_SEED));
 
 const KEYS = allKnownKeys();
@@ -60,7 +58,7 @@ describe('loadServiceSettings under random environments', () => {
         try {
           result = loadServiceSettings(service as never, env as Env);
         } catch (error) {
-          if (!(error instanceof SettingsError)) throw new Error(`threw ${String(error)} for ${JSON.stringify(env).slice(0, 500)}`);
+          if (!(error instanceof SettingsError)) throw new Error(`threw ${String(error)} for ${JSON.stringify(env).slice(0, 500)}`, { cause: error });
           expect(error.issues.length).toBeGreaterThan(0);
           for (const issue of error.issues) {
             expect(typeof issue.variable).toBe('string');

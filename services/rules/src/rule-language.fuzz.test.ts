@@ -43,7 +43,7 @@ describe('the rule language under random input', () => {
         try {
           rules = parseRules(value);
         } catch (error) {
-          if (!(error instanceof InvalidRuleSetError)) throw new Error(`threw ${String(error)}`);
+          if (!(error instanceof InvalidRuleSetError)) throw new Error(`threw ${String(error)}`, { cause: error });
           expect(error.code).toBe('invalid_request');
           expect(error.field).toMatch(/^rules/);
           expect(error.message.length).toBeLessThan(1000);
