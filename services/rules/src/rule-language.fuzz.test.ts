@@ -6,9 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidRuleSetError } from './errors.ts';
 import { evaluate, MAX_RULES, parseRules, type Rule } from './rule-language.ts';
 
-// eslint-disable-next-line no-restricted-properties -- a test's knobs
 const RUNS = Number(process.env.CRAIG_FUZZ_RUNS ?? 1000);
-// eslint-disable-next-line no-restricted-properties -- a test's knobs
 const seed = (n: number) => (process.env.CRAIG_FUZZ_SEED === undefined ? n : Number(process.env.CRAIG_FUZZ_SEED));
 
 const hostile = fc.oneof(fc.string({ maxLength: 20 }), fc.string({ unit: 'binary', maxLength: 20 }), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.constantFrom('x'.repeat(300), '*', '#', '', '.', 'a..b', '__proto__', 'constructor'));
