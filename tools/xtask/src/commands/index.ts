@@ -4,10 +4,11 @@ import { archiveFetchCommand } from './archive-fetch.ts';
 import { benchCommand } from './bench.ts';
 import { devstackCommand } from './devstack.ts';
 import { docsCommand } from './docs.ts';
+import { faultsCommand } from './faults.ts';
 import { invariantsCommand } from './invariants.ts';
 import { migrateCommand } from './migrate.ts';
 import { pruneCommand } from './prune.ts';
 import { schemaCommand } from './schema.ts';
 
 /** Every command, in `--help` order. */
-export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, pruneCommand, invariantsCommand, archiveCommand, archiveFetchCommand, docsCommand, schemaCommand, benchCommand];
+export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, pruneCommand, invariantsCommand, archiveCommand, archiveFetchCommand, docsCommand, schemaCommand, benchCommand, faultsCommand];
