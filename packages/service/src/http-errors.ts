@@ -77,7 +77,8 @@ export function httpStatusFor(error: unknown): number {
 }
 
 const MAX_MESSAGE = 1000;
-const MAX_TEXT = 200;
+// Above the 200-character echo of `InvalidRequestError` and its "… (N characters)" suffix, which must survive.
+const MAX_TEXT = 300;
 const MAX_ITEMS = 20;
 
 function bounded(text: string, max: number): string {
