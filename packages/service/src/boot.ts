@@ -2,7 +2,7 @@
 // transport → the service's parts → start in order → listen; stopped in reverse order.
 import { createClient, migrate, type MigrationSet, type Sql } from '@craig/db';
 import { BUS_MIGRATIONS, createTransport, startConsumer, type EventHandler, type OutboxWorker, type SubscribeOptions, type Transport } from '@craig/mq';
-import { loadServiceSettings, type BaseSettings, type Env, type ServiceName, type SettingsFor } from '@craig/settings';
+import { loadServiceSettings, secretValues, type BaseSettings, type Env, type ServiceName, type SettingsFor } from '@craig/settings';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
@@ -176,6 +176,7 @@ export async function runService<N extends ServiceName>(service: N, env: Env, op
   try {
     settings = loadServiceSettings(service, env);
   } catch (error) {
+    // The loader already redacted every secret it names (secret settings, URL passwords, misspelt secret keys).
     createLogger(service, 'info').fatal({ err: error }, `${service} service refused its settings`);
     // And as written, for the operator at a terminal: every problem on its own line, naming the
     // variable and its value unescaped (the JSON line above is for the log pipeline).
@@ -183,7 +184,8 @@ export async function runService<N extends ServiceName>(service: N, env: Env, op
     process.exitCode = 1;
     return undefined;
   }
-  const logger = createLogger(service, settings.logLevel);
+  // Every line of the service is scrubbed of the admin token, the S3 secret and database passwords.
+  const logger = createLogger(service, settings.logLevel, { secrets: secretValues(settings) });
   const life = new Lifecycle(logger);
   life.stopOnSignals();
   try {

@@ -40,7 +40,7 @@ export interface ConsumerDeps {
 }
 
 export interface ServiceCoreOptions {
-  /** Largest accepted request body (room for the redrive route's 10,000 ids needs 256 KiB). */
+  /** Body limit of the routes that declare none (default 16 KiB); a route that takes more declares its own `bodyLimit`. */
   readonly bodyLimitBytes?: number;
   /** What `/readyz` runs; default one `database` check (`select 1` on the pool). */
   readonly readiness?: readonly ReadinessCheck[];
