@@ -54,7 +54,7 @@ export async function onCaseOpened(tx: TransactionSql, event: EventEnvelope): Pr
   await startScreening(tx, { caseId: opened.caseId, personRefs: opened.personRefs });
 }
 
-/** The transport, pool, retries, registry and logger (`consumerOptions(deps, logger)` from @craig/service). */
+/** The transport, pool, retry and delivery bounds, registry and logger (`consumerOptions(deps, logger)` from @craig/service). */
 export type CasesConsumerOptions = ConsumerOptions;
 
 /** Subscribe `exchange.cases` to `case.opened` with the inbox-wrapped {@link onCaseOpened}. */
@@ -65,6 +65,7 @@ export function startCasesConsumer(options: CasesConsumerOptions): Promise<Subsc
     consumer: CASES_CONSUMER,
     patterns: CASES_PATTERNS,
     maxRetries: options.maxRetries,
+    maxDeliveries: options.maxDeliveries,
     registry: options.registry,
     logger: options.logger ?? pino({ level: 'silent' }),
     handler: (event, tx) => onCaseOpened(tx, event),

@@ -6,7 +6,7 @@ import { enqueueFromEvent } from './reconcile-store.ts';
 export const PLACEMENTS_CONSUMER = 'financial.placements';
 export const PLACEMENT_PATTERNS: readonly string[] = Object.freeze(['placement.*']);
 
-/** The transport, pool, retries, registry and logger (`consumerOptions(deps, logger)` from @craig/service). */
+/** The transport, pool, retry and delivery bounds, registry and logger (`consumerOptions(deps, logger)` from @craig/service). */
 export type PlacementConsumerOptions = ConsumerOptions;
 
 /**
@@ -21,6 +21,7 @@ export function startPlacementConsumer(options: PlacementConsumerOptions): Promi
     consumer: PLACEMENTS_CONSUMER,
     patterns: PLACEMENT_PATTERNS,
     maxRetries: options.maxRetries,
+    maxDeliveries: options.maxDeliveries,
     registry: options.registry,
     ...(options.logger ? { logger: options.logger } : {}),
     handler: async (event, tx) => {

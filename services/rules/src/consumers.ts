@@ -9,7 +9,7 @@ export const EVALUATE_CONSUMER = 'rules.evaluate';
 /** What rules evaluates: case, placement and safety events (never its own `rule.*` or `rules.*`). */
 export const EVALUATE_PATTERNS: readonly string[] = Object.freeze(['case.*', 'placement.*', 'safety.*']);
 
-/** The transport, pool, retries, registry and logger (`consumerOptions(deps, logger)` from @craig/service). */
+/** The transport, pool, retry and delivery bounds, registry and logger (`consumerOptions(deps, logger)` from @craig/service). */
 export type EvaluateConsumerOptions = ConsumerOptions;
 
 const outcomeCounter = perRegistry((registry): Counter<'outcome'> => new Counter({ name: 'rules_evaluations_total', help: 'Events evaluated by rules.evaluate, by outcome (pass, flag, block).', labelNames: ['outcome'], registers: [registry] }));
@@ -27,6 +27,7 @@ export async function startEvaluateConsumer(options: EvaluateConsumerOptions): P
     consumer: EVALUATE_CONSUMER,
     patterns: EVALUATE_PATTERNS,
     maxRetries: options.maxRetries,
+    maxDeliveries: options.maxDeliveries,
     registry: options.registry,
     logger,
     handler: async (event, tx, delivery) => {

@@ -9,7 +9,7 @@ export const AUDIT_CONSUMER = 'security.audit';
 /** Every routing key: security sees every event of the fleet. */
 export const AUDIT_PATTERNS: readonly string[] = Object.freeze(['#']);
 
-/** The transport, pool, retries, registry and logger (`consumerOptions(deps, logger)` from @craig/service). */
+/** The transport, pool, retry and delivery bounds, registry and logger (`consumerOptions(deps, logger)` from @craig/service). */
 export type AuditConsumerOptions = ConsumerOptions;
 
 export interface AuditConsumers {
@@ -23,8 +23,9 @@ const deadLetterCounter = perRegistry((registry): Counter<'outcome'> => new Coun
 
 /**
  * Subscribe the audit consumer to `#` (one `audit_log` row per event, in the inbox transaction)
- * and the fleet's dead-letter queue (one `dead_letter_audit` row per dead letter). A dead letter
- * whose write fails is never dropped: the transport shows it again later.
+ * and the fleet's dead-letter queue (one `dead_letter_audit` row per dead letter, with its
+ * attempts and delivery count). A dead letter whose write fails is never dropped: the
+ * transport shows it again later.
  */
 export async function startAuditConsumers(options: AuditConsumerOptions): Promise<AuditConsumers> {
   const logger = options.logger ?? pino({ level: 'silent' });
@@ -35,6 +36,7 @@ export async function startAuditConsumers(options: AuditConsumerOptions): Promis
     consumer: AUDIT_CONSUMER,
     patterns: AUDIT_PATTERNS,
     maxRetries: options.maxRetries,
+    maxDeliveries: options.maxDeliveries,
     registry: options.registry,
     logger,
     handler: (event, tx, delivery) => recordEvent(tx, event, delivery.body),
@@ -51,7 +53,7 @@ export async function startAuditConsumers(options: AuditConsumerOptions): Promis
       async (letter) => {
         const recorded = await recordDeadLetter(options.sql, letter);
         counter.inc({ outcome: recorded ? 'recorded' : 'duplicate' });
-        logger.warn({ consumer: letter.consumer, eventId: letter.eventId, routingKey: letter.routingKey, attempts: letter.attempts, error: letter.error, recorded }, 'dead letter audited');
+        logger.warn({ consumer: letter.consumer, eventId: letter.eventId, routingKey: letter.routingKey, attempts: letter.attempts, deliveries: letter.deliveries, error: letter.error, recorded }, 'dead letter audited');
       },
     );
   } catch (error) {
