@@ -27,7 +27,6 @@ interface Child {
 }
 
 function startChild(config: PoisonConsumerConfig): Child {
-  // eslint-disable-next-line no-restricted-properties -- the child gets only PATH from the parent
   const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, JSON.stringify(config)], { cwd: fileURLToPath(new URL('..', import.meta.url)), env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let markReady!: () => void;
