@@ -62,8 +62,9 @@ export interface DeadLetter {
   /** The handler attempt it got to: the attempts that threw, plus the one that gave up or kept dying. */
   readonly attempts: number;
   /**
-   * Times it was handed to a handler, over all attempts (0 when the transport cannot know: a
-   * message dead-lettered by the broker itself, or a bus dead letter from before the count).
+   * Times it was handed to a handler, over all attempts. A message RabbitMQ dead-lettered
+   * itself (a queue policy's TTL or length limit) carries the hand-outs recorded on it, 0 when
+   * none; a bus dead letter from before the count carries its attempts.
    */
   readonly deliveries: number;
   readonly deadLetteredAt: string;
