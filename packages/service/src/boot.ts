@@ -20,7 +20,9 @@ export interface BootContext<S extends BaseSettings = BaseSettings> {
   readonly registry: Registry;
   /**
    * What every `createService(deps)` takes, from the above and the settings (database URL,
-   * admin token, transport-sweep windows, OUTBOX_MAX_ATTEMPTS, EVENT_PRUNE_EVERY_TICKS):
+   * admin token, transport-sweep windows, OUTBOX_MAX_ATTEMPTS, EVENT_PRUNE_EVERY_TICKS; a
+   * service that opens its consumers itself adds INBOX_MAX_RETRIES and INBOX_MAX_DELIVERIES,
+   * `inboxDeps(settings)`):
    * `createService({ ...ctx.coreDeps, …the service's own })`.
    */
   readonly coreDeps: ServiceCoreDeps;
@@ -32,10 +34,12 @@ export interface BootContext<S extends BaseSettings = BaseSettings> {
 }
 
 /** An inbox consumer the boot helper subscribes with `startConsumer` (the service's pool, registry, logger). */
-export interface ConsumerSpec extends Omit<SubscribeOptions, 'maxRetries'> {
+export interface ConsumerSpec extends Omit<SubscribeOptions, 'maxRetries' | 'maxDeliveries'> {
   readonly handler: EventHandler;
   /** Retries before the dead letter; default the service's INBOX_MAX_RETRIES. */
   readonly maxRetries?: number;
+  /** Deliveries without an acknowledgement before the dead letter; default the service's INBOX_MAX_DELIVERIES. */
+  readonly maxDeliveries?: number;
 }
 
 /**
@@ -147,9 +151,19 @@ export async function bootService<S extends BaseSettings>(settings: S, logger: L
     life.add(outbox.name, () => outbox.stop());
   }
   for (const spec of parts.consumers ?? []) {
-    const { handler, maxRetries, ...subscribe } = spec;
+    const { handler, maxRetries, maxDeliveries, ...subscribe } = spec;
     const horizon = { service, inboxDays: settings.retention.inboxDays };
-    const subscription = await startConsumer({ ...subscribe, maxRetries: maxRetries ?? settings.inbox.maxRetries, transport, sql, handler, registry, logger, horizon });
+    const subscription = await startConsumer({
+      ...subscribe,
+      maxRetries: maxRetries ?? settings.inbox.maxRetries,
+      maxDeliveries: maxDeliveries ?? settings.inbox.maxDeliveries,
+      transport,
+      sql,
+      handler,
+      registry,
+      logger,
+      horizon,
+    });
     life.add(`consumer ${spec.consumer}`, () => subscription.close());
   }
   for (const task of parts.background ?? []) {

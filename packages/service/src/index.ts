@@ -21,7 +21,7 @@ export { seedAgedOutbox, seedAgedInbox, demoRequest, type AgedOutboxRow, type Ag
 /** The composition root every `main.ts` repeats: settings, schema, pool, transport, parts started in order, stopped in reverse. */
 export { bootService, runService, loopTask, subscriptionTask, type BackgroundTask, type BootContext, type BootedService, type BootOptions, type ConsumerSpec, type ServiceParts } from './boot.ts';
 /** What every `createService` builds first (the app with the event admin routes, the outbox worker) from the deps every service takes. */
-export { serviceCore, consumerOptions, type ServiceCore, type ServiceCoreDeps, type ServiceCoreOptions, type ConsumerDeps, type ConsumerOptions } from './service-core.ts';
+export { serviceCore, consumerOptions, inboxDeps, type ServiceCore, type ServiceCoreDeps, type ServiceCoreOptions, type ConsumerDeps, type ConsumerOptions } from './service-core.ts';
 /** Parse a request part with zod; a mismatch is an `invalid_request` error naming the field and value. */
 export { parseRequest, InvalidRequestError, type RequestPart } from './validation.ts';
 /** The base of services' own errors, and query-string parsing that names every bad parameter. */

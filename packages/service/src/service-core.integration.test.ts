@@ -8,7 +8,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bootService, subscriptionTask } from './boot.ts';
 import { Lifecycle } from './lifecycle.ts';
-import { consumerOptions, serviceCore } from './service-core.ts';
+import { consumerOptions, inboxDeps, serviceCore } from './service-core.ts';
 
 const TOKEN = 'an-admin-token-for-tests-0123456789';
 const dbs: TestDatabase[] = [];
@@ -169,12 +169,13 @@ describe('subscriptionTask', () => {
 });
 
 describe('consumerOptions', () => {
-  it('passes INBOX_MAX_RETRIES, the dedup-horizon check (service and inbox window), and the test tuning only when given', () => {
-    const deps = { sql: {} as never, databaseUrl: 'postgres://x', registry: {} as never, adminToken: 't', transport: {} as never, retention: { outboxDays: 1, inboxDays: 2 }, outboxMaxAttempts: 3, inboxMaxRetries: 5 };
+  it('passes INBOX_MAX_RETRIES, INBOX_MAX_DELIVERIES, the dedup-horizon check (service and inbox window), and the test tuning only when given', () => {
+    const deps = { sql: {} as never, databaseUrl: 'postgres://x', registry: {} as never, adminToken: 't', transport: {} as never, retention: { outboxDays: 1, inboxDays: 2 }, outboxMaxAttempts: 3, ...inboxDeps({ inbox: { maxRetries: 5, maxDeliveries: 7 } }) };
     const logger = pino({ level: 'silent' });
     const plain = consumerOptions('cases', deps, logger);
     expect(plain.maxRetries).toBe(5);
     expect(plain.horizon).toEqual({ service: 'cases', inboxDays: 2 });
+    expect(plain.maxDeliveries).toBe(7);
     expect(plain.logger).toBe(logger);
     expect('prefetch' in plain || 'retryDelayMs' in plain).toBe(false);
     const retryDelayMs = (attempt: number) => attempt * 10;

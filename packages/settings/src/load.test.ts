@@ -24,7 +24,7 @@ describe('loadServiceSettings', () => {
     expect(s.http).toEqual({ host: '127.0.0.1', port: 7101 });
     expect(s.transport).toEqual({ kind: 'postgres', busDatabaseUrl: 'postgres://postgres@127.0.0.1:5432/bus', exchange: 'craig.events' });
     expect(s.outbox.maxAttempts).toBe(10);
-    expect(s.inbox.maxRetries).toBe(5);
+    expect(s.inbox).toEqual({ maxRetries: 5, maxDeliveries: 5 });
     expect('archive' in s).toBe(false);
     expect(Object.isFrozen(s)).toBe(true);
     expect(Object.isFrozen(s.retention)).toBe(true);
@@ -62,6 +62,18 @@ describe('loadServiceSettings', () => {
     expect(issues).toHaveLength(1);
     expect(issues[0]).toMatchObject({ path: 'outbox.pruneEveryTicks', variable: 'CRAIG_CASES__EVENT_PRUNE_EVERY_TICKS', value: raw });
     expect(error.message).toContain(`CRAIG_CASES__EVENT_PRUNE_EVERY_TICKS=${JSON.stringify(raw)}`);
+  });
+
+  it('reads INBOX_MAX_DELIVERIES: 5 by default, a whole number from 1 to 100, fleet-wide or per service', () => {
+    expect(loadServiceSettings('cases', { ...base, CRAIG__INBOX_MAX_DELIVERIES: '1' }).inbox.maxDeliveries).toBe(1);
+    expect(loadServiceSettings('cases', { ...base, CRAIG__INBOX_MAX_DELIVERIES: '1', CRAIG_CASES__INBOX_MAX_DELIVERIES: '100' }).inbox).toEqual({ maxRetries: 5, maxDeliveries: 100 });
+  });
+
+  it.each(['0', '-1', '2.5', 'five', '', '101'])('refuses INBOX_MAX_DELIVERIES %j, naming the variable and value', (raw) => {
+    const { error, issues } = problems('cases', { ...base, CRAIG_CASES__INBOX_MAX_DELIVERIES: raw });
+    expect(issues).toHaveLength(1);
+    expect(issues[0]).toMatchObject({ path: 'inbox.maxDeliveries', variable: 'CRAIG_CASES__INBOX_MAX_DELIVERIES', value: raw });
+    expect(error.message).toContain(`CRAIG_CASES__INBOX_MAX_DELIVERIES=${JSON.stringify(raw)}`);
   });
 
   it('accepts the range ends and lets 0 disable either sweep', () => {

@@ -43,6 +43,14 @@ export function commonDefs(httpPort: number): SettingDef[] {
         'Outbox-worker ticks (1 s each) between transport prune cycles, from a per-service jitter. Production keeps the hourly default (3600); the devstack sets 20 so sweeps show within a minute.',
     }),
     def({ key: 'INBOX_MAX_RETRIES', path: 'inbox.maxRetries', schema: v.wholeNumber(0, 100, 'retries'), default: '5', description: 'Handler retries before a message is dead-lettered.' }),
+    def({
+      key: 'INBOX_MAX_DELIVERIES',
+      path: 'inbox.maxDeliveries',
+      schema: v.wholeNumber(1, 100, 'deliveries'),
+      default: '5',
+      description:
+        'Deliveries of one message without an acknowledgement (its consumer died or timed out holding it) after which it is dead-lettered instead of handed out again. Counted apart from INBOX_MAX_RETRIES: a handler that throws settles its delivery.',
+    }),
   ];
 }
 
