@@ -5,6 +5,7 @@ import { killArchivePutLedger } from './scenarios/kill-archive-put-ledger.ts';
 import { killMidCleanupStep } from './scenarios/kill-mid-cleanup-step.ts';
 import { killMidPrune } from './scenarios/kill-mid-prune.ts';
 import { pgOutageDrainBus, pgOutageDrainRabbit, pgRestartArchive, pgRestartDrainBus, pgRestartDrainRabbit, pgRestartPrune } from './scenarios/pg-restart.ts';
+import { poisonBus, poisonRabbit } from './scenarios/poison.ts';
 import { rabbitBrokerRestart, rabbitConnectionsClosed } from './scenarios/rabbitmq.ts';
 import { replicasAll, replicasFast } from './scenarios/replicas.ts';
 import { s3Conflict, s3Down, s3Errors, s3ErrorsPersistent, s3ForeignObject, s3StallBudget, s3StallShutdown } from './scenarios/object-store.ts';
@@ -13,6 +14,8 @@ export const SCENARIOS: readonly FaultScenario[] = [
   killMidPrune,
   killArchivePutLedger,
   killMidCleanupStep,
+  poisonBus,
+  poisonRabbit,
   s3Down,
   s3Errors,
   s3ErrorsPersistent,
