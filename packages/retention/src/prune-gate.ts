@@ -48,7 +48,7 @@ export async function registerArchiveSpecs(sql: Sql, specs: readonly ArchiveSpec
   for (const r of rows) {
     await sql`
       insert into archive_tables (table_name, key_column, timestamp_column, hot_window_days, fixpoint, guards)
-      values (${r.table}, ${r.keyColumn}, ${r.timestampColumn}, ${r.hotWindowDays}, ${sql.json(r.fixpoint as never)}, ${sql.json(r.guards as never)})
+      values (${r.table}, ${r.keyColumn}, ${r.timestampColumn}, ${r.hotWindowDays}, ${sql.json(r.fixpoint as never)}, ${sql.json(r.guards)})
       on conflict (table_name) do update
       set key_column = excluded.key_column, timestamp_column = excluded.timestamp_column, hot_window_days = excluded.hot_window_days,
           fixpoint = excluded.fixpoint, guards = excluded.guards, registered_at = now()
