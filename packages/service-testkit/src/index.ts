@@ -14,4 +14,5 @@ export { call, caseEventBody, caseEventDelivery, counterValue, producer, type Js
 export { startFleet, type Fleet, type FleetMember, type FleetService } from './flow.ts';
 export { demoContext, jsonStub, listenLocally } from './demo.ts';
 export { archiveEngineOn, crashAfter, expectArchiveRunGuarded, expectBatchAnnouncements, expectEventAdminRoutes, expectLedger, expectNothingArchived, expectRefusedQuery, expectServiceEndpoints, expectTransportSweep, startTimerLoop } from './checks.ts';
+export { runtimeRoleOf, runtimeUrl } from './runtime.ts';
 export { objectStoreEnv, runToExit, serviceEnv, startMain, stoppedSteps, waitReady, type MainProcess } from './main-process.ts';
