@@ -15,4 +15,6 @@ export { startFleet, type Fleet, type FleetMember, type FleetService } from './f
 export { demoContext, jsonStub, listenLocally } from './demo.ts';
 export { archiveEngineOn, crashAfter, expectArchiveRunGuarded, expectBatchAnnouncements, expectEventAdminRoutes, expectLedger, expectNothingArchived, expectRefusedQuery, expectServiceEndpoints, expectTransportSweep, startTimerLoop } from './checks.ts';
 export { runtimeRoleOf, runtimeUrl } from './runtime.ts';
+/** Proof by refusal: statements the runtime role must be refused (42501), and who a pool runs as. */
+export { expectRuntimeRefusals, runtimeIdentity, schemaRefusals, INSUFFICIENT_PRIVILEGE } from './refusals.ts';
 export { objectStoreEnv, runToExit, serviceEnv, startMain, stoppedSteps, waitReady, type MainProcess } from './main-process.ts';
