@@ -8,6 +8,7 @@ import { invariantsCommand } from './invariants.ts';
 import { migrateCommand } from './migrate.ts';
 import { pruneCommand } from './prune.ts';
 import { schemaCommand } from './schema.ts';
+import { securityCommand } from './security.ts';
 
 /** Every command, in `--help` order. */
-export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, pruneCommand, invariantsCommand, archiveCommand, archiveFetchCommand, docsCommand, schemaCommand, benchCommand];
+export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, pruneCommand, invariantsCommand, archiveCommand, archiveFetchCommand, docsCommand, schemaCommand, securityCommand, benchCommand];
