@@ -14,6 +14,13 @@ export interface ClientOptions {
   /** A transaction left open by a crashed handler is ended by the server after this. */
   readonly idleInTransactionTimeoutMs?: number;
   /**
+   * How often the server checks, while a statement runs, that the client is still there
+   * (`client_connection_check_interval`, PostgreSQL ≥ 14). A process killed mid-statement
+   * (SIGKILL, OOM) cannot cancel its query; without the check its backend runs the statement
+   * to the end, holding its locks (a sweep's advisory lock among them) until then.
+   */
+  readonly clientCheckIntervalMs?: number;
+  /**
    * `SET ROLE` at connection start (a startup parameter): the session's privileges are this
    * role's, so a service can run as a non-owner runtime role. The login must be a member.
    */
@@ -32,14 +39,16 @@ export interface ClientOptions {
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 export const DEFAULT_LOCK_TIMEOUT_MS = 5_000;
 export const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
+export const DEFAULT_CLIENT_CHECK_INTERVAL_MS = 1_000;
 
 /** The session parameters every craig connection starts with. */
-export function sessionParameters(options: Pick<ClientOptions, 'service' | 'statementTimeoutMs' | 'lockTimeoutMs' | 'idleInTransactionTimeoutMs' | 'role'>): Record<string, string> {
+export function sessionParameters(options: Pick<ClientOptions, 'service' | 'statementTimeoutMs' | 'lockTimeoutMs' | 'idleInTransactionTimeoutMs' | 'clientCheckIntervalMs' | 'role'>): Record<string, string> {
   return {
     application_name: options.service,
     statement_timeout: String(options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS),
     lock_timeout: String(options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS),
     idle_in_transaction_session_timeout: String(options.idleInTransactionTimeoutMs ?? DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS),
+    client_connection_check_interval: String(options.clientCheckIntervalMs ?? DEFAULT_CLIENT_CHECK_INTERVAL_MS),
     ...(options.role === undefined ? {} : { role: options.role }),
   };
 }

@@ -1,4 +1,6 @@
-import { eventually, testDatabase, type TestDatabase } from '@craig/testkit';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { eventually, startEmbeddedPostgres, testDatabase, type TestDatabase } from '@craig/testkit';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withDedicatedSession } from './dedicated-session.ts';
@@ -33,7 +35,48 @@ async function freeForOthers(key: bigint): Promise<boolean> {
   }
 }
 
+describe('the driver when its server dies under a connection (patches/postgres@3.4.9.patch)', () => {
+  it('refuses the next query on the dead connection with CONNECTION_CLOSED instead of crashing the process', async () => {
+    const server = await startEmbeddedPostgres();
+    try {
+      const fixture = fileURLToPath(new URL('../test/fixtures/reserved-after-crash.ts', import.meta.url));
+      const child = spawn(process.execPath, ['--import', 'tsx', fixture, server.url], { stdio: ['pipe', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      await eventually(() => expect(out).toContain('reserved'), { timeoutMs: 20_000, intervalMs: 50 });
+      await server.crash();
+      child.stdin.write('go\n');
+      expect(await exited, out).toBe(0);
+      expect(out).toContain('refused: CONNECTION_CLOSED');
+      expect(out).toContain('survived');
+      expect(out).not.toContain('TypeError');
+      await server.restart();
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
+});
+
 describe('withDedicatedSession', () => {
+  it('frees the lock of a process killed mid-statement within the client check interval, not at the statement\'s end', async () => {
+    const fixture = fileURLToPath(new URL('../test/fixtures/hold-lock-and-sleep.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', fixture, db.url, KEY.toString()], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => d.toString().includes('locked') && resolve());
+      child.once('exit', (code) => reject(new Error(`fixture exited with ${code}`)));
+    });
+    expect(await held(KEY)).toBe(true);
+    // Killed while pg_sleep(60) runs: nothing of the client is left to cancel it.
+    const killedAt = performance.now();
+    child.kill('SIGKILL');
+    // The server checks the client every second (client_connection_check_interval) and ends
+    // the backend, which releases the lock; the statement alone would hold it for a minute.
+    await eventually(async () => expect(await freeForOthers(KEY)).toBe(true), { timeoutMs: 10_000, intervalMs: 100 });
+    expect(performance.now() - killedAt).toBeLessThan(10_000);
+  }, 30_000);
+
   it('unlocks on the healthy path and closes the connection', async () => {
     const pid = await withDedicatedSession(
       db.url,

@@ -34,13 +34,22 @@ export class Lifecycle {
     return this.stopping;
   }
 
-  /** Stop on SIGTERM/SIGINT, then exit. For `main.ts`. */
+  /**
+   * Stop on SIGTERM/SIGINT, then exit. For `main.ts`. Started by a supervisor with an IPC
+   * channel (the devstack's), also stop when that channel closes: the supervisor died, maybe by
+   * SIGKILL, which no signal handler of its own could pass on, and nobody is left to stop us.
+   * Without a channel (systemd, Kubernetes, a shell) nothing changes.
+   */
   stopOnSignals(onStopped: () => void = () => process.exit(process.exitCode ?? 0)): void {
-    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-      process.once(signal, () => {
-        this.logger.info({ signal }, 'stopping');
-        void this.stop().then(onStopped);
-      });
+    const stopFor = (reason: Record<string, string>) => {
+      this.logger.info(reason, 'stopping');
+      void this.stop().then(onStopped);
+    };
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => stopFor({ signal }));
+    if (process.channel) {
+      // The channel alone must not keep the process alive (nor a stopped one from exiting).
+      process.channel.unref();
+      process.once('disconnect', () => stopFor({ reason: 'the supervisor that started this process went away' }));
     }
   }
 }

@@ -1,8 +1,10 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import postgresJs from 'postgres';
-import { startCluster } from './internal/embedded-cluster.ts';
+import { startCluster, type Cluster } from './internal/embedded-cluster.ts';
 import { freePort, tcpReachable } from './internal/net.ts';
 
 /** Set by the vitest global setup so every worker uses the server it chose. */
@@ -12,7 +14,14 @@ export interface EmbeddedServer {
   /** Admin URL (database `postgres`). */
   readonly url: string;
   readonly dataDir: string;
+  readonly port: number;
+  /** The postmaster's pid (the current run's). */
+  readonly pid: number | undefined;
   stop(): Promise<void>;
+  /** `pg_ctl stop -m immediate`: the server dies at once, no checkpoint (fault scenarios). */
+  crash(): Promise<void>;
+  /** Start it again on the same port and data directory, after `crash()`. */
+  restart(): Promise<void>;
 }
 
 export interface EmbeddedOptions {
@@ -25,6 +34,14 @@ export interface EmbeddedOptions {
    * which stops it last (the devstack stops its services first).
    */
   readonly detached?: boolean;
+  /**
+   * `child`: the cluster is run by a keeper process that stops it when this process dies, even
+   * by SIGKILL (a postmaster would outlive it); its output goes to `logFile`. `inline` (default):
+   * the postmaster is this process's child and `onLog` gets its output.
+   */
+  readonly process?: 'inline' | 'child';
+  /** With `process: 'child'`: where the server's output is appended. */
+  readonly logFile?: string;
 }
 
 /**
@@ -37,14 +54,89 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions = {}): Prom
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'craig-embedded-pg-')));
   const port = options.port ?? (await freePort());
   const password = 'craig';
-  const cluster = await startCluster({ dataDir, port, password, ...(options.onLog ? { onLog: options.onLog } : {}), ...(options.detached ? { detached: true } : {}) });
+  const cluster =
+    options.process === 'child'
+      ? await startKeeper({ dataDir, port, password, ...(options.logFile ? { logFile: options.logFile } : {}) }, options.detached ?? false)
+      : await startCluster({ dataDir, port, password, ...(options.onLog ? { onLog: options.onLog } : {}), ...(options.detached ? { detached: true } : {}) });
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
     dataDir,
+    port,
+    get pid() {
+      return cluster.pid;
+    },
     async stop() {
       await cluster.stop();
       if (temporary) await rm(dataDir, { recursive: true, force: true });
     },
+    crash: () => cluster.crash(),
+    restart: () => cluster.restart(),
+  };
+}
+
+type KeeperReply = { readonly id: number; readonly ok: boolean; readonly pid?: number; readonly error?: string };
+
+/** The cluster run by `postgres-keeper-main.ts` in a child process, driven over its IPC channel. */
+async function startKeeper(args: { dataDir: string; port: number; password: string; logFile?: string }, detached: boolean): Promise<Cluster> {
+  const entry = fileURLToPath(new URL('./postgres-keeper-main.ts', import.meta.url));
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', entry, JSON.stringify(args)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], detached });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let pid: number | undefined;
+  await new Promise<void>((resolve, reject) => {
+    child.once('message', (m: { ready: boolean; pid?: number; error?: string }) => {
+      if (m.ready) {
+        pid = m.pid;
+        resolve();
+      } else reject(new Error(`embedded PostgreSQL (keeper): ${m.error}`));
+    });
+    void exited.then(() => reject(new Error('embedded PostgreSQL keeper exited while starting')));
+  });
+  // The keeper must not keep this process alive, nor be kept alive by it: it lives exactly as
+  // long as this process or until stopped.
+  // While a request is outstanding both are referenced again, or an otherwise idle process
+  // would exit with the reply still on its way.
+  const channel = child.channel as { ref(): void; unref(): void } | undefined;
+  const hold = (on: boolean) => {
+    if (on) {
+      child.ref();
+      channel?.ref();
+    } else {
+      child.unref();
+      channel?.unref();
+    }
+  };
+  hold(false);
+  let next = 0;
+  const ask = (op: 'crash' | 'restart' | 'stop') =>
+    new Promise<void>((resolve, reject) => {
+      const id = ++next;
+      const onReply = (m: KeeperReply) => {
+        if (m.id !== id) return;
+        child.off('message', onReply);
+        hold(false);
+        if (m.ok) {
+          pid = m.pid;
+          resolve();
+        } else reject(new Error(`embedded PostgreSQL (keeper) ${op}: ${m.error}`));
+      };
+      hold(true);
+      child.on('message', onReply);
+      child.send({ id, op });
+    });
+  return {
+    port: args.port,
+    get pid() {
+      return pid;
+    },
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      await ask('stop');
+      child.ref();
+      child.disconnect();
+      await exited;
+    },
+    crash: () => ask('crash'),
+    restart: () => ask('restart'),
   };
 }
 

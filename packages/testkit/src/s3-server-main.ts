@@ -5,7 +5,8 @@ import { startS3Backend } from './internal/s3-backend.ts';
 const bucket = process.argv[2] ?? 'craig-archive';
 const conditional = process.argv[3] === 'conditional';
 const directory = process.argv[4] || undefined;
-const backend = await startS3Backend({ bucket, conditional, ...(directory ? { directory } : {}) });
+const port = Number(process.argv[5] ?? 0);
+const backend = await startS3Backend({ bucket, conditional, ...(directory ? { directory } : {}), ...(port ? { port } : {}) });
 process.stdout.write(`${JSON.stringify({ endpoint: backend.endpoint, bucket: backend.bucket, directory: backend.directory })}\n`);
 const stop = () => {
   void backend.stop().finally(() => process.exit(0));

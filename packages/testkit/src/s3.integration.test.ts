@@ -53,6 +53,38 @@ describe('s3 test server', () => {
     expect(log.filter((r) => r.key === 'faulty').map((r) => r.status)).toEqual([409, 409, 200]);
   });
 
+  it('occupies a key the way a racing foreign writer would, then forwards the request', async () => {
+    await conditional.inject({ method: 'HEAD', key: 're:^occupied/', occupy: 'foreign bytes' });
+    const head = await fetch(`${conditional.endpoint}/${conditional.bucket}/occupied/k1`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(await get(conditional, 'occupied/k1')).toBe('foreign bytes');
+    // A create of the key now finds the occupant.
+    expect((await put(conditional, 'occupied/k1', 'ours', { 'if-none-match': '*' })).status).toBe(412);
+    // One shot: the next HEAD of another key finds nothing.
+    expect((await fetch(`${conditional.endpoint}/${conditional.bucket}/occupied/k2`, { method: 'HEAD' })).status).toBe(404);
+  });
+
+  it('listens on the port it is given, so a killed server comes back at the same endpoint', async () => {
+    const first = await s3({ process: 'child', conditional: true, bucket: 'craig-port' });
+    const port = Number(new URL(first.endpoint).port);
+    const directory = first.directory;
+    try {
+      expect((await put(first, 'kept/one', 'body')).status).toBe(200);
+      process.kill(first.pid!, 'SIGKILL');
+      await new Promise((r) => setTimeout(r, 300));
+      await expect(fetch(`${first.endpoint}/${first.bucket}/kept/one`)).rejects.toThrow();
+      const again = await s3({ process: 'child', conditional: true, bucket: 'craig-port', port, directory });
+      try {
+        expect(again.endpoint).toBe(first.endpoint);
+        expect(await get(again, 'kept/one')).toBe('body');
+      } finally {
+        await again.stop();
+      }
+    } finally {
+      await first.stop();
+    }
+  });
+
   it('delays and hangs', async () => {
     await plain.inject({ method: 'GET', key: 'slow', delayMs: 300 });
     await put(plain, 'slow', 'x');

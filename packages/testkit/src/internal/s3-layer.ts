@@ -17,6 +17,11 @@ export interface S3Fault {
   readonly delayMs?: number;
   /** Never respond (the client's own timeouts must fire). */
   readonly hang?: boolean;
+  /**
+   * Before forwarding, write these bytes to the request's key, as another writer racing the
+   * client would (a foreign occupant appearing between a caller's decision and its write).
+   */
+  readonly occupy?: string;
   /** How many matching requests this fault applies to; 1 by default, -1 for every one. */
   readonly times?: number;
 }
@@ -31,6 +36,8 @@ export interface RequestRecord {
 
 export interface LayerOptions {
   readonly upstreamPort: number;
+  /** Where the layer listens; a free port when absent. */
+  readonly port?: number;
   readonly conditional: boolean;
   readonly exists: (bucket: string, key: string) => Promise<boolean>;
 }
@@ -82,6 +89,7 @@ export function startLayer(options: LayerOptions): Promise<Layer> {
         return; // never answered; the socket is destroyed when the layer closes
       }
       if (fault.delayMs) await sleep(fault.delayMs);
+      if (fault.occupy !== undefined && bucket && key) await plant(bucket, key, Buffer.from(fault.occupy));
       if (fault.status) {
         req.resume();
         record(fault.status);
@@ -126,6 +134,19 @@ export function startLayer(options: LayerOptions): Promise<Layer> {
     return fault;
   }
 
+  /** A plain PUT straight to the backend, bypassing the layer (the foreign writer). */
+  function plant(bucket: string, key: string, body: Buffer): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const path = `/${encodeURIComponent(bucket)}/${key.split('/').map(encodeURIComponent).join('/')}`;
+      const upstream = request({ host: '127.0.0.1', port: options.upstreamPort, method: 'PUT', path, headers: { 'content-length': body.byteLength, 'content-type': 'application/octet-stream' } }, (up) => {
+        up.resume();
+        up.once('end', () => ((up.statusCode ?? 500) < 300 ? resolve() : reject(new Error(`planting ${key}: HTTP ${up.statusCode}`))));
+      });
+      upstream.once('error', reject);
+      upstream.end(body);
+    });
+  }
+
   function forward(req: IncomingMessage, res: ServerResponse, record: (status: number) => void): Promise<void> {
     return new Promise((resolve) => {
       const upstream = request(
@@ -165,7 +186,7 @@ export function startLayer(options: LayerOptions): Promise<Layer> {
   }
 
   return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () =>
+    server.listen(options.port ?? 0, '127.0.0.1', () =>
       resolve({
         server,
         close: () =>

@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { capture } from '../test-io.ts';
 import { runXtask } from '../run.ts';
 import { dropDatabases } from '../devstack/databases.ts';
+import { freePortRange } from '../ports.ts';
 import pg from 'postgres';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -29,23 +30,10 @@ afterAll(async () => {
   if (stateDir) await rm(stateDir, { recursive: true, force: true });
 });
 
-/**
- * A base port with the seven after it free too, below the kernel's ephemeral range (from 32768):
- * concurrent tests listen on kernel-chosen ports (`freePort()`, port 0) there, and one that took
- * a port of this range after the check would make the service's listen fail on every restart.
- */
-async function freeRange(size: number): Promise<number> {
-  for (;;) {
-    const base = 20_000 + Math.floor(Math.random() * 12_000);
-    const taken = await Promise.all(Array.from({ length: size }, (_, i) => tcpReachable('127.0.0.1', base + i, 200)));
-    if (!taken.some(Boolean)) return base;
-  }
-}
-
 describe('xtask devstack', () => {
   it('runs all eight services for 45 s on an embedded cluster: they stay up, aged history is pruned and archived, cleanup jobs complete, and everything stops', async () => {
     stateDir = await mkdtemp(join(tmpdir(), 'craig-devstack-test-'));
-    const portBase = await freeRange(8);
+    const portBase = await freePortRange(8);
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('CRAIG_') && k !== 'DATABASE_URL') env[k] = v;
     const child = spawn(
@@ -107,7 +95,7 @@ describe('xtask devstack', () => {
       url.pathname = `/${existing}`;
       env.CRAIG_INVENTORY__DATABASE_URL = url.toString();
       // Only inventory: the case needs one service, and eight on the shared server would crowd its connections.
-      const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'devstack', '--only', 'inventory', '--for', '2', '--quiet', '--port-base', String(await freeRange(8)), '--state-dir', dir, '--db-prefix', prefix, '--history-rows', '100'], {
+      const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'devstack', '--only', 'inventory', '--for', '2', '--quiet', '--port-base', String(await freePortRange(8)), '--state-dir', dir, '--db-prefix', prefix, '--history-rows', '100'], {
         cwd: ROOT,
         env,
         stdio: ['ignore', 'pipe', 'pipe'],

@@ -7,6 +7,7 @@ export const devstackCommand: Command = {
   summary: 'run the whole platform on this machine: PostgreSQL, S3, the bus, every built service, demo traffic, a live view',
   usage: `pnpm xtask devstack [--fresh] [--port-base N] [--rabbitmq] [--for SECONDS] [--quiet]
                       [--only a,b] [--state-dir DIR] [--history-rows N] [--db-prefix P] [--seed N]
+                      [--replicas N]
 
 Starts an embedded PostgreSQL 15 cluster (kept in <state-dir>/pg), the S3 test server (objects in
 <state-dir>/s3), the PostgreSQL bus, and every service of the eight that exists as
@@ -28,6 +29,9 @@ cleanup as it happens. Sweeps run every 20 s here (EVENT_PRUNE_EVERY_TICKS=20).
   --history-rows N   aged rows seeded per fresh database (default ${DEFAULT_HISTORY_ROWS.toLocaleString('en-US')}; 0 seeds nothing)
   --db-prefix P      databases are <P><service> and <P>bus (default ${DEFAULT_DB_PREFIX})
   --seed N           seed of the demo traffic's random choices (default 1)
+  --replicas N       run N processes of every service (1–4), replica k on its port + 8(k-1),
+                     all on the service's one database: the advisory locks keep their sweeps,
+                     archive cycles and cleanup steps apart; demo traffic goes to each in turn
 
 Real servers instead: CRAIG__DATABASE_URL (else DATABASE_URL) names a PostgreSQL server: the
 devstack connects to it and creates <P><service> and <P>bus there instead of starting a cluster.

@@ -4,6 +4,7 @@ import { archiveFetchCommand } from './archive-fetch.ts';
 import { benchCommand } from './bench.ts';
 import { devstackCommand } from './devstack.ts';
 import { docsCommand } from './docs.ts';
+import { faultsCommand } from './faults.ts';
 import { invariantsCommand } from './invariants.ts';
 import { migrateCommand } from './migrate.ts';
 import { pruneCommand } from './prune.ts';
@@ -11,4 +12,4 @@ import { schemaCommand } from './schema.ts';
 import { securityCommand } from './security.ts';
 
 /** Every command, in `--help` order. */
-export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, pruneCommand, invariantsCommand, archiveCommand, archiveFetchCommand, docsCommand, schemaCommand, securityCommand, benchCommand];
+export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, pruneCommand, invariantsCommand, archiveCommand, archiveFetchCommand, docsCommand, schemaCommand, securityCommand, benchCommand, faultsCommand];

@@ -133,3 +133,32 @@ function describe(d: Totals, latchedBefore: ReadonlySet<string>, latchedNow: rea
   for (const [table, n] of d.per('cleanup_history_rows_pruned_total', 'table')) lines.push(`cleanup history: pruned ${count(n)} ${table} rows`);
   return lines;
 }
+
+/**
+ * One service's activity from several processes (`--replicas`): counters summed, gauges (which
+ * every replica reads from the same database) the highest, latched tables all of them.
+ */
+export function mergeActivities(list: readonly Activity[]): Activity {
+  if (list.length === 1) return list[0]!;
+  const sum = (pick: (a: Activity) => ReadonlyMap<string, number>) => {
+    const out = new Map<string, number>();
+    for (const a of list) for (const [k, n] of pick(a)) out.set(k, (out.get(k) ?? 0) + n);
+    return out;
+  };
+  const highest = (pick: (a: Activity) => number | undefined) => {
+    const values = list.map(pick).filter((v): v is number => v !== undefined);
+    return values.length ? Math.max(...values) : undefined;
+  };
+  return {
+    pruned: sum((a) => a.pruned),
+    published: list.reduce((n, a) => n + a.published, 0),
+    pending: highest((a) => a.pending),
+    parked: highest((a) => a.parked),
+    latched: [...new Set(list.flatMap((a) => a.latched))],
+    archivedRows: sum((a) => a.archivedRows),
+    archiveBatches: sum((a) => a.archiveBatches),
+    cleanupJobs: sum((a) => a.cleanupJobs),
+    cleanupSteps: list.reduce((n, a) => n + a.cleanupSteps, 0),
+    cleanupDeleted: list.reduce((n, a) => n + a.cleanupDeleted, 0),
+  };
+}

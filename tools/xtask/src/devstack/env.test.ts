@@ -81,9 +81,9 @@ describe('devstack env', () => {
 
 describe('devstack options', () => {
   it('parses every flag', () => {
-    const o = parseDevstackOptions(['--fresh', '--port-base', '9100', '--rabbitmq', '--for', '45', '--quiet', '--only', 'inventory,cases', '--state-dir', 'tmp/ds', '--history-rows', '500', '--db-prefix', 'ds_t1_', '--seed', '9'], '/repo');
-    expect(o).toEqual({ fresh: true, portBase: 9100, rabbitmq: true, forSeconds: 45, quiet: true, only: ['inventory', 'cases'], stateDir: '/repo/tmp/ds', historyRows: 500, dbPrefix: 'ds_t1_', seed: 9 });
-    expect(parseDevstackOptions([], '/repo')).toMatchObject({ stateDir: '/repo/.devstack', historyRows: 20000, dbPrefix: 'craig_', portBase: undefined, forSeconds: undefined });
+    const o = parseDevstackOptions(['--fresh', '--port-base', '9100', '--rabbitmq', '--for', '45', '--quiet', '--only', 'inventory,cases', '--state-dir', 'tmp/ds', '--history-rows', '500', '--db-prefix', 'ds_t1_', '--seed', '9', '--replicas', '2'], '/repo');
+    expect(o).toEqual({ fresh: true, portBase: 9100, rabbitmq: true, forSeconds: 45, quiet: true, only: ['inventory', 'cases'], stateDir: '/repo/tmp/ds', historyRows: 500, dbPrefix: 'ds_t1_', seed: 9, replicas: 2 });
+    expect(parseDevstackOptions([], '/repo')).toMatchObject({ stateDir: '/repo/.devstack', historyRows: 20000, dbPrefix: 'craig_', portBase: undefined, forSeconds: undefined, replicas: 1 });
   });
 
   it.each([
@@ -94,6 +94,10 @@ describe('devstack options', () => {
     [['--only', 'inventory,ledger'], 'only', 'inventory,ledger'],
     [['--db-prefix', 'Craig-'], 'db-prefix', 'Craig-'],
     [['--history-rows', '-1'], 'history-rows', '-1'],
+    [['--replicas', '0'], 'replicas', '0'],
+    [['--replicas', '5'], 'replicas', '5'],
+    // Eight services times four replicas from 65,510 would run past the last port.
+    [['--replicas', '4', '--port-base', '65510'], 'port-base', '65510'],
   ])('refuses %j with a typed error naming the value', (argv, option, value) => {
     let error: unknown;
     try {
@@ -104,5 +108,13 @@ describe('devstack options', () => {
     expect(error).toBeInstanceOf(DevstackOptionError);
     expect(error).toMatchObject({ code: 'devstack_bad_option', option, value });
     expect((error as Error).message).toContain(JSON.stringify(value));
+  });
+});
+
+describe('replica ports', () => {
+  it('gives replica k the service port plus 8 (k - 1)', async () => {
+    const { replicaPorts } = await import('./stack.ts');
+    expect(replicaPorts(7101, 1)).toEqual([7101]);
+    expect(replicaPorts(7101, 3)).toEqual([7101, 7109, 7117]);
   });
 });

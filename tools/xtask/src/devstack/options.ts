@@ -33,11 +33,15 @@ export interface DevstackOptions {
   readonly dbPrefix: string;
   /** Seed of the demo traffic's random source. */
   readonly seed: number;
+  /** Processes per service (each its own port, all on the service's database). */
+  readonly replicas: number;
 }
 
 export const DEFAULT_STATE_DIR = '.devstack';
 export const DEFAULT_HISTORY_ROWS = 20_000;
 export const DEFAULT_DB_PREFIX = 'craig_';
+/** Most processes per service `--replicas` runs. */
+export const MAX_REPLICAS = 4;
 
 function whole(option: string, raw: string, min: number, max: number): number {
   if (!/^[0-9]+$/.test(raw) || Number(raw) < min || Number(raw) > max) throw new DevstackOptionError(option, raw, `must be a whole number from ${min} to ${max}`);
@@ -48,13 +52,15 @@ function whole(option: string, raw: string, min: number, max: number): number {
 export function parseDevstackOptions(argv: readonly string[], root: string): DevstackOptions {
   const { positionals, flags, options } = parseArgs(argv, {
     flags: ['fresh', 'rabbitmq', 'quiet'],
-    options: ['port-base', 'for', 'only', 'state-dir', 'history-rows', 'db-prefix', 'seed'],
+    options: ['port-base', 'for', 'only', 'state-dir', 'history-rows', 'db-prefix', 'seed', 'replicas'],
   });
   if (positionals.length > 0) throw new UsageError(`devstack takes no positional arguments, got ${JSON.stringify(positionals[0])}`);
   const get = (name: string) => options.get(name);
 
+  const replicasRaw = get('replicas');
+  const replicas = replicasRaw === undefined ? 1 : whole('replicas', replicasRaw, 1, MAX_REPLICAS);
   const portBaseRaw = get('port-base');
-  const portBase = portBaseRaw === undefined ? undefined : whole('port-base', portBaseRaw, 1024, 65535 - SERVICE_NAMES.length);
+  const portBase = portBaseRaw === undefined ? undefined : whole('port-base', portBaseRaw, 1024, 65535 - SERVICE_NAMES.length * replicas);
   const forRaw = get('for');
   const forSeconds = forRaw === undefined ? undefined : whole('for', forRaw, 1, 7 * 86_400);
 
@@ -87,5 +93,6 @@ export function parseDevstackOptions(argv: readonly string[], root: string): Dev
     historyRows: historyRaw === undefined ? DEFAULT_HISTORY_ROWS : whole('history-rows', historyRaw, 0, 10_000_000),
     dbPrefix,
     seed: seedRaw === undefined ? 1 : whole('seed', seedRaw, 0, 2 ** 31 - 2),
+    replicas,
   };
 }

@@ -7,10 +7,9 @@ import { rm } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
 import type { Writable } from 'node:stream';
 import { createClient } from '@craig/db';
-import { loadServiceSettings, type ServiceSettings } from '@craig/settings';
+import { loadServiceSettings, SERVICE_NAMES, type ServiceSettings } from '@craig/settings';
 import { s3, startEmbeddedPostgres, tcpReachable, type EmbeddedServer, type S3TestServer } from '@craig/testkit';
 import { UsageError, writeLine } from '../command.ts';
-import { ActivityTracker } from './activity.ts';
 import { assertAnswers, ensureDatabase, ensureRuntimeLogin, redact, sameServer } from './databases.ts';
 import { discoverServices, loadDemo, type BuiltService } from './discover.ts';
 import { amqpUrlFrom, childEnv, chooseServer, DEVSTACK_BUCKET, DEVSTACK_PRUNE_EVERY_TICKS, needsServer, serviceEnv, userObjectStore, withDatabase, type StackInfra } from './env.ts';
@@ -18,6 +17,7 @@ import { LiveView, type ServiceRow } from './live-view.ts';
 import { DevstackOptionError, type DevstackOptions } from './options.ts';
 import { databaseKey, loadState, saveState } from './state.ts';
 import { summarize } from './summary.ts';
+import { ReplicaSet } from './replicas.ts';
 import { SupervisedService } from './supervisor.ts';
 import { observeAll, runTraffic, seeded, sleep, type Running } from './traffic.ts';
 
@@ -83,7 +83,9 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
       } else {
         writeLine(io.stdout, `starting embedded PostgreSQL 15 in ${shown(join(options.stateDir, 'pg'))} ...`);
         const pgLog = join(logs, 'postgres.log');
-        const server: EmbeddedServer = await startEmbeddedPostgres({ dataDir: join(options.stateDir, 'pg'), detached: true, onLog: (text) => appendFileSync(pgLog, text) });
+        // Kept by a child process of its own, so a devstack killed with SIGKILL takes the
+        // cluster down with it instead of leaving a postmaster on the data directory.
+        const server: EmbeddedServer = await startEmbeddedPostgres({ dataDir: join(options.stateDir, 'pg'), detached: true, process: 'child', logFile: pgLog });
         stops.push({ name: 'PostgreSQL', stop: () => server.stop() });
         serverUrl = server.url;
         embeddedUrl = server.url;
@@ -129,9 +131,12 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
       const settings = loadServiceSettings(service.profile, env);
       const port = settings.http.port;
       if (port === 0) throw new UsageError(`${service.name}: HTTP_PORT 0 is not supported by the devstack (it must know the port)`);
-      if (ports.has(port)) throw new UsageError(`${service.name} and ${ports.get(port)} would both listen on port ${port}`);
-      ports.set(port, service.name);
-      if (await tcpReachable('127.0.0.1', port, 300)) throw new UsageError(`port ${port} for ${service.name} is in use (another devstack?); pass --port-base N`);
+      for (const [i, p] of replicaPorts(port, options.replicas).entries()) {
+        const label = i === 0 ? service.name : `${service.name}#${i + 1}`;
+        if (ports.has(p)) throw new UsageError(`${label} and ${ports.get(p)} would both listen on port ${p}`);
+        ports.set(p, label);
+        if (await tcpReachable('127.0.0.1', p, 300)) throw new UsageError(`port ${p} for ${label} is in use (another devstack?); pass --port-base N`);
+      }
       const maintenance = (url: string) => (serverUrl && sameServer(url, serverUrl) ? serverUrl : withDatabase(url, 'postgres'));
       // The migration login owns the database; the runtime login may not create one.
       const ownerUrl = settings.migrationDatabaseUrl ?? settings.databaseUrl;
@@ -156,10 +161,10 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
         settings: p.settings,
         owner,
         databaseOid: p.oid,
-        tracker: new ActivityTracker(),
         demo: 'demo' in loaded ? loaded.demo : undefined,
         counts: new Map(('demo' in loaded ? loaded.demo.tables : []).map((t) => [t, undefined])),
         traffic: false,
+        seeding: false,
         seededThisRun: false,
         seedFailed: undefined,
         seedNote: 'missing' in loaded ? `no demo: ${loaded.missing}` : undefined,
@@ -167,23 +172,36 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
         ticking: false,
         lastError: undefined,
         random: seeded(options.seed, p.service.name),
-        supervisor: new SupervisedService({
-          name: p.service.name,
-          root: io.root,
-          mainFile: p.service.mainFile,
-          env: p.env,
-          logFile: join(logs, `${p.service.name}.log`),
-          port: p.settings.http.port,
-          onEvent: (line) => event(`${p.service.name}: ${line}`),
-          onReady: () => void onReady(r),
-        }),
+        supervisor: new ReplicaSet(
+          replicaPorts(p.settings.http.port, options.replicas).map((port, i) => {
+            const label = i === 0 ? p.service.name : `${p.service.name}#${i + 1}`;
+            return new SupervisedService({
+              name: label,
+              root: io.root,
+              mainFile: p.service.mainFile,
+              env: { ...p.env, [`${p.service.profile.envPrefix}HTTP_PORT`]: String(port) },
+              logFile: join(logs, `${label.replace('#', '-')}.log`),
+              port,
+              onEvent: (line) => event(`${label}: ${line}`),
+              // The service is ready (seeded, traffic) once every replica is.
+              onReady: () => {
+                event(`${label}: ready on http://127.0.0.1:${port}`);
+                if (r.supervisor.status === 'up') void onReady(r);
+              },
+            });
+          }),
+        ),
       };
       running.push(r);
     }
 
     banner.unshift(`craig devstack: state in ${shown(options.stateDir)}, logs in ${shown(logs)}`);
     banner.push(`  admin token ${adminToken}  (Authorization: Bearer <token> on /v1/admin/*)`);
-    for (const r of running) banner.push(`  ${r.service.name.padEnd(11)} http://127.0.0.1:${r.settings.http.port}  database ${redact(r.settings.databaseUrl)}  log ${shown(r.supervisor.options.logFile)}`);
+    for (const r of running) {
+      const urls = r.supervisor.replicas.map((x) => x.url).join(', ');
+      banner.push(`  ${r.service.name.padEnd(11)} ${urls}  database ${redact(r.settings.databaseUrl)}  log ${shown(r.supervisor.options.logFile)}${options.replicas > 1 ? ` (and ${r.service.name}-2.log, ...)` : ''}`);
+    }
+    if (options.replicas > 1) banner.push(`  replicas    ${options.replicas} processes of every service on one database each (the advisory locks keep their sweeps apart)`);
     if (notBuilt.length) banner.push(`  not built yet: ${notBuilt.join(', ')}`);
     if (skipped.length) banner.push(`  not selected (--only): ${skipped.join(', ')}`);
     banner.push(`  sweeps every ${DEVSTACK_PRUNE_EVERY_TICKS} s (EVENT_PRUNE_EVERY_TICKS=${DEVSTACK_PRUNE_EVERY_TICKS}; production keeps the hourly default)`);
@@ -204,8 +222,8 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
     }
 
     async function onReady(r: Running): Promise<void> {
-      event(`${r.service.name}: ready on http://127.0.0.1:${r.settings.http.port}`);
-      if (r.traffic || !r.demo) return;
+      if (r.traffic || r.seeding || !r.demo) return;
+      r.seeding = true;
       const key = databaseKey(r.settings.databaseUrl, embeddedUrl !== undefined && sameServer(r.settings.databaseUrl, embeddedUrl));
       const record = state.seeded[key];
       if (record?.oid === r.databaseOid) {
@@ -238,13 +256,14 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
     // Demo traffic: about once a second per service, never two ticks of one service at once.
     const urlOf = (name: string) => {
       const r = running.find((x) => x.service.name === name);
-      return r?.supervisor.status === 'up' ? r.supervisor.url : undefined;
+      // Any replica that is up serves (in turn); a service with none up gets no traffic.
+      return r && r.supervisor.up > 0 ? r.supervisor.url : undefined;
     };
     const tickLoop = runTraffic(running, { adminToken, urlOf, signal: traffic.signal, event });
 
     // Live view: scrape /metrics and count the demo tables every 2 s.
     const rows = (): ServiceRow[] => [
-      ...running.map((r) => ({ name: r.service.name, status: r.supervisor.status, restarts: r.supervisor.restarts, port: r.settings.http.port, activity: r.tracker.activity(), counts: r.counts })),
+      ...running.map((r) => ({ name: r.service.name, status: r.supervisor.status, restarts: r.supervisor.restarts, port: r.settings.http.port, activity: r.supervisor.activity(), counts: r.counts })),
       ...notBuilt.map((name) => ({ name, status: 'not built yet' as const, restarts: 0, port: undefined, activity: undefined, counts: new Map() })),
       ...skipped.map((name) => ({ name, status: 'not selected' as const, restarts: 0, port: undefined, activity: undefined, counts: new Map() })),
     ];
@@ -278,7 +297,7 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
     const statusAtEnd = new Map(running.map((r) => [r.service.name, r.supervisor.status]));
     await Promise.all(running.map((r) => r.supervisor.stop()));
     const verdict = summarize(
-      running.map((r) => ({ name: r.service.name, statusAtEnd: statusAtEnd.get(r.service.name)!, crashes: r.supervisor.crashes, activity: r.tracker.activity(), seededThisRun: r.seededThisRun, seedNote: r.seedNote, seedFailed: r.seedFailed, archives: r.settings.archive !== undefined })),
+      running.map((r) => ({ name: r.service.name, statusAtEnd: statusAtEnd.get(r.service.name)!, crashes: r.supervisor.crashes, activity: r.supervisor.activity(), seededThisRun: r.seededThisRun, seedNote: r.seedNote, seedFailed: r.seedFailed, archives: r.settings.archive !== undefined })),
       elapsed(),
       options.forSeconds !== undefined,
     );
@@ -302,4 +321,9 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
       }
     }
   }
+}
+
+/** The ports of a service's replicas: its own, then one set of eight further per replica. */
+export function replicaPorts(port: number, replicas: number): number[] {
+  return Array.from({ length: replicas }, (_, i) => port + i * SERVICE_NAMES.length);
 }

@@ -79,11 +79,15 @@ export class SupervisedService {
     let child: ChildProcess;
     try {
       // Its own process group: a terminal's Ctrl-C reaches only the devstack, which stops the
-      // services first and the servers they use after them.
-      child = spawn(process.execPath, ['--import', 'tsx', this.options.mainFile], { cwd: this.options.root, env: this.options.env, stdio: ['ignore', log, log], detached: true });
+      // services first and the servers they use after them. The IPC channel is how the child
+      // notices that the devstack died (even by SIGKILL): it closes, and the service stops
+      // itself (`Lifecycle.stopOnSignals`) instead of running on as an orphan.
+      child = spawn(process.execPath, ['--import', 'tsx', this.options.mainFile], { cwd: this.options.root, env: this.options.env, stdio: ['ignore', log, log, 'ipc'], detached: true });
     } finally {
       closeSync(log);
     }
+    // Neither end of the channel keeps its process alive.
+    child.channel?.unref();
     this.child = child;
     this.exited = new Promise<void>((resolve) => {
       child.once('exit', (code, signal) => {

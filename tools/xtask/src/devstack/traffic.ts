@@ -3,17 +3,16 @@
 import type { Sql } from '@craig/db';
 import type { DemoContext, ServiceDemo } from '@craig/service';
 import type { ServiceSettings } from '@craig/settings';
-import type { ActivityTracker } from './activity.ts';
 import type { BuiltService } from './discover.ts';
 import { parsePrometheusText } from './metrics-parse.ts';
-import type { SupervisedService } from './supervisor.ts';
+import type { ReplicaSet } from './replicas.ts';
 
 /** One service of the running stack and what the loops keep about it. */
 export interface Running {
   readonly service: BuiltService;
   readonly settings: ServiceSettings;
-  readonly supervisor: SupervisedService;
-  readonly tracker: ActivityTracker;
+  /** Its process (or processes, with --replicas), each supervised; one activity tracker each. */
+  readonly supervisor: ReplicaSet;
   /** Owner connection to its database (seeding and counts). */
   readonly owner: Sql;
   readonly databaseOid: number;
@@ -21,6 +20,8 @@ export interface Running {
   counts: Map<string, number | undefined>;
   /** Ready and seeded: its demo traffic runs. */
   traffic: boolean;
+  /** Its seeding has started (once, whichever replica got ready last). */
+  seeding: boolean;
   seededThisRun: boolean;
   seedNote: string | undefined;
   /** Seeding its aged history failed (the message): the timed run fails. */
@@ -68,7 +69,7 @@ export async function runTraffic(
   const { signal } = options;
   while (!signal.aborted) {
     for (const r of running) {
-      if (!r.traffic || r.ticking || !r.demo?.tick || r.supervisor.status !== 'up') continue;
+      if (!r.traffic || r.ticking || !r.demo?.tick || r.supervisor.up === 0) continue;
       r.ticking = true;
       const context: DemoContext = { urlOf: options.urlOf, adminToken: options.adminToken, signal, random: r.random, tick: r.ticks++ };
       void r.demo
@@ -90,14 +91,17 @@ export async function runTraffic(
 export async function observeAll(running: readonly Running[], event: (line: string) => void): Promise<void> {
   await Promise.all(
     running.map(async (r) => {
-      if (r.supervisor.status === 'up') {
-        try {
-          const res = await fetch(`${r.supervisor.url}/metrics`, { signal: AbortSignal.timeout(1500) });
-          if (res.ok) for (const line of r.tracker.update(parsePrometheusText(await res.text()))) event(`${r.service.name}: ${line}`);
-        } catch {
-          // A service between restarts: the supervisor reports it.
-        }
-      }
+      await Promise.all(
+        r.supervisor.replicas.map(async (replica, i) => {
+          if (replica.status !== 'up') return;
+          try {
+            const res = await fetch(`${replica.url}/metrics`, { signal: AbortSignal.timeout(1500) });
+            if (res.ok) for (const line of r.supervisor.trackers[i]!.update(parsePrometheusText(await res.text()))) event(`${replica.name}: ${line}`);
+          } catch {
+            // A service between restarts: the supervisor reports it.
+          }
+        }),
+      );
       for (const table of r.counts.keys()) {
         try {
           // Table names come from the service's demo (code), quoted as an identifier.
