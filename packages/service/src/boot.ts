@@ -15,7 +15,7 @@ import type { ServiceCoreDeps } from './service-core.ts';
 export interface BootContext<S extends BaseSettings = BaseSettings> {
   readonly settings: S;
   readonly logger: Logger;
-  /** The service's pool (as `pool.role` when given). */
+  /** The service's pool, running as its runtime role (RUNTIME_ROLE). */
   readonly sql: Sql;
   readonly transport: Transport;
   readonly registry: Registry;
