@@ -116,7 +116,7 @@ describe('the prune gate', () => {
     expect((await rejection(engine(10).check())) as Error).toMatchObject({ field: 'registration.hotWindowDays', value: 30 });
     await db.sql.begin((tx) => registerArchiveSpecs(tx as never, [jobs], 30));
     try {
-      expect(((await rejection(engine().check())) as Error).message).toMatch(/audit_events.*is not registered in archive_tables/);
+      expect(((await rejection(engine().check())) as Error).message).toMatch(/audit_events.*is missing from archive_tables/);
     } finally {
       await db.sql.begin((tx) => registerArchiveSpecs(tx as never, [audit, jobs], 30));
     }

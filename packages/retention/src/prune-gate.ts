@@ -83,7 +83,7 @@ export async function checkRegistration(sql: Sql, spec: ArchiveSpec, hotWindowDa
   const [row] = await sql<RegistryRow[]>`
     select key_column, timestamp_column, hot_window_days, fixpoint, guards from archive_tables where table_name = ${spec.table}`;
   const fix = 'run the service\'s migrations with its settings (boot, or `pnpm xtask migrate <service>`)';
-  if (!row) throw new ArchiveSpecError(spec.table, 'registration', undefined, `is not registered in archive_tables, so archive_prune_batch refuses to prune it: ${fix}`);
+  if (!row) throw new ArchiveSpecError(spec.table, 'registration', undefined, `is missing from archive_tables, so archive_prune_batch refuses to prune the table: ${fix}`);
   const have = { keyColumn: row.key_column, timestampColumn: row.timestamp_column, fixpoint: row.fixpoint, guards: row.guards };
   const expected = { keyColumn: want.keyColumn, timestampColumn: want.timestampColumn, fixpoint: want.fixpoint, guards: want.guards };
   if (canonical(have) !== canonical(expected)) {

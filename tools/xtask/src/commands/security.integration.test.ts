@@ -12,13 +12,14 @@ const dirs: string[] = [];
 afterAll(() => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));
 
 describe('pnpm xtask security', () => {
-  it('--check agrees with the committed docs/security.md', async () => {
+  // Each run prepares eight scratch databases: slow on a loaded machine.
+  it('--check agrees with the committed docs/security.md', { timeout: 180_000 }, async () => {
     const out = capture();
     expect(await runXtask(['security', '--check'], { root: ROOT, stdout: out, stderr: out })).toBe(0);
     expect(out.text()).toContain('up to date');
   });
 
-  it('rewrites only the generated section, and --check fails on a stale one', async () => {
+  it('rewrites only the generated section, and --check fails on a stale one', { timeout: 180_000 }, async () => {
     const root = await mkdtemp(join(tmpdir(), 'craig-security-doc-'));
     dirs.push(root);
     await mkdir(join(root, 'docs'));
