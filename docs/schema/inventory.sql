@@ -280,6 +280,8 @@ $function$;
 CREATE OR REPLACE FUNCTION public.cleanup_step(p_job_id bigint, p_step_no integer, p_budget integer, p_window integer)
  RETURNS jsonb
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'public', 'pg_temp'
 AS $function$
 declare
   j cleanup_jobs%rowtype;

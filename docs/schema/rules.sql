@@ -21,6 +21,20 @@ create table archive_ledger (
   constraint archive_ledger_sha256_check CHECK (sha256 ~ '^[0-9a-f]{64}$'::text)
 );
 
+create table archive_tables (
+  table_name text not null,
+  key_column text not null,
+  timestamp_column text not null,
+  hot_window_days integer not null,
+  fixpoint jsonb not null,
+  guards jsonb not null default '[]'::jsonb,
+  registered_at timestamp with time zone not null default now(),
+  constraint archive_tables_fixpoint_check CHECK ((fixpoint ->> 'kind'::text) = ANY (ARRAY['insert_only'::text, 'terminal_status'::text, 'terminal_quiescent'::text])),
+  constraint archive_tables_guards_check CHECK (jsonb_typeof(guards) = 'array'::text),
+  constraint archive_tables_hot_window_days_check CHECK (hot_window_days >= 1),
+  constraint archive_tables_pkey PRIMARY KEY (table_name)
+);
+
 create table craig_migrations (
   migration_set text not null,
   version bigint not null,
@@ -135,6 +149,8 @@ CREATE UNIQUE INDEX archive_ledger_pkey ON public.archive_ledger USING btree (ar
 
 CREATE INDEX archive_ledger_table_ts ON public.archive_ledger USING btree (table_name, min_ts, max_ts);
 
+CREATE UNIQUE INDEX archive_tables_pkey ON public.archive_tables USING btree (table_name);
+
 CREATE UNIQUE INDEX craig_migrations_pkey ON public.craig_migrations USING btree (migration_set, version);
 
 CREATE UNIQUE INDEX dedup_horizon_observations_pkey ON public.dedup_horizon_observations USING btree (consumer, producer);
@@ -181,6 +197,67 @@ begin
   raise exception 'archive_ledger is append-only: % refused (archives are never purged, D14)', tg_op
     using errcode = 'P0001';
 end;
+$function$;
+
+CREATE OR REPLACE FUNCTION public.archive_prune_batch(p_archive_id uuid, p_table text, p_object_key text, p_sha256 text, p_bytes bigint, p_row_count integer, p_min_key text, p_max_key text, p_min_ts timestamp with time zone, p_max_ts timestamp with time zone, p_ctids tid[], p_keys text[], p_xmins text[], p_hot_window_days integer)
+ RETURNS TABLE(deleted integer, exact integer)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  r public.archive_tables%rowtype;
+  v_predicate text;
+  v_guard jsonb;
+  v_values text[];
+  v_deleted integer;
+  v_exact integer;
+begin
+  select * into r from public.archive_tables where table_name = p_table;
+  if not found then
+    raise exception using errcode = '42501', message = format('archive_prune_batch: table %s is not registered for archive pruning', p_table);
+  end if;
+  if p_row_count is null or p_row_count < 1 or cardinality(p_ctids) is distinct from p_row_count
+     or cardinality(p_keys) is distinct from p_row_count or cardinality(p_xmins) is distinct from p_row_count then
+    raise exception using errcode = '22023', message = format('archive_prune_batch: %s rows in the ledger entry, %s ctids, %s keys, %s xmins',
+      p_row_count, cardinality(p_ctids), cardinality(p_keys), cardinality(p_xmins));
+  end if;
+
+  -- The ledger row first: its primary key makes one archive id one batch, ever.
+  insert into public.archive_ledger (archive_id, table_name, object_key, sha256, bytes, row_count, min_key, max_key, min_ts, max_ts)
+  values (p_archive_id, p_table, p_object_key, p_sha256, p_bytes, p_row_count, p_min_key, p_max_key, p_min_ts, p_max_ts);
+
+  -- The registered eligibility, as the engine's select evaluates it: fixpoint, hot window, guards.
+  v_values := array(select jsonb_array_elements_text(coalesce(r.fixpoint->'values', '[]')));
+  v_predicate := case r.fixpoint->>'kind'
+    when 'insert_only' then 'true'
+    when 'terminal_status' then format('t.%I = any($4)', r.fixpoint->>'column')
+    else format('(t.%I = any($4) and t.%I < now() - make_interval(months => $5))', r.fixpoint->>'column', r.fixpoint->>'since')
+  end;
+  v_predicate := v_predicate || format(' and t.%I < now() - make_interval(days => $6)', r.timestamp_column);
+  for v_guard in select value from jsonb_array_elements(r.guards) loop
+    v_predicate := v_predicate || format(' and not exists (select 1 from public.%I as d where d.%I = t.%I)',
+      v_guard->>'table', v_guard->>'column', coalesce(v_guard->>'references', r.key_column));
+  end loop;
+
+  -- Exactly the archived row versions: reached by ctid, counted only where (key, xmin) is one
+  -- the select archived. Anything else undoes the statement, ledger row included, whatever the
+  -- caller does next: a ledger row exists exactly when its rows were deleted.
+  execute format(
+    'with d as (delete from public.%I as t where t.ctid = any($1) and %s returning t.%I::text as k, t.xmin::text as x)
+     select count(*)::int, (count(*) filter (where (d.k, d.x) in (select * from unnest($2, $3))))::int from d',
+    r.table_name, v_predicate, r.key_column)
+  into v_deleted, v_exact
+  using p_ctids, p_keys, p_xmins, v_values, (r.fixpoint->>'months')::integer, greatest(p_hot_window_days, r.hot_window_days);
+  if v_deleted <> p_row_count or v_exact <> p_row_count then
+    raise exception using errcode = 'CRR01',
+      message = format('archive batch %s of %s: the delete matched %s of %s archived rows', p_archive_id, p_table, v_exact, p_row_count),
+      detail = jsonb_build_object('code', 'archive_count_mismatch', 'archived', p_row_count, 'deleted', v_deleted, 'exact', v_exact)::text;
+  end if;
+  deleted := v_deleted;
+  exact := v_exact;
+  return next;
+end
 $function$;
 
 CREATE OR REPLACE FUNCTION public.rules_refuse_change()

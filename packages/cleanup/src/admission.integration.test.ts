@@ -153,14 +153,18 @@ describe('fencing and contention (NOWAIT)', () => {
 describe('parent guards', () => {
   it('even an empty library or server cannot be deleted outside the protocol, not even by the owner', async () => {
     const { serverId, libraryIds: [empty, full] } = await seedServer(h.app, 2);
-    await seedItems(h.app, serverId, full!, 3);
-    for (const sql of [h.app, h.admin]) {
-      const lib = await rejection(write(sql`delete from libraries where id = ${empty!}`));
-      expect(lib).toBeInstanceOf(ProtocolRequired);
-      expect(lib.code).toBe('cleanup_protocol_required');
-      expect(await rejection(write(sql`delete from libraries where id = ${full!}`))).toBeInstanceOf(ProtocolRequired);
-      expect(await rejection(write(sql`delete from servers where id = ${serverId}`))).toBeInstanceOf(ProtocolRequired);
+    const [item] = await seedItems(h.app, serverId, full!, 3);
+    // The runtime role holds no DELETE on the source graph at all: only cleanup_step (which
+    // runs as the owner) deletes, so a direct delete is refused before any guard runs.
+    for (const statement of [h.app`delete from libraries where id = ${empty!}`, h.app`delete from servers where id = ${serverId}`, h.app`delete from items where external_id = ${item!}`]) {
+      expect(await rejection(statement)).toMatchObject({ code: '42501' });
     }
+    // The owner may delete, and the parent guards refuse it outside a job.
+    const lib = await rejection(write(h.admin`delete from libraries where id = ${empty!}`));
+    expect(lib).toBeInstanceOf(ProtocolRequired);
+    expect(lib.code).toBe('cleanup_protocol_required');
+    expect(await rejection(write(h.admin`delete from libraries where id = ${full!}`))).toBeInstanceOf(ProtocolRequired);
+    expect(await rejection(write(h.admin`delete from servers where id = ${serverId}`))).toBeInstanceOf(ProtocolRequired);
     // The cascade never ran: the inventory is all there.
     expect(await itemsIn(h.admin, full!)).toHaveLength(3);
   });

@@ -1,4 +1,4 @@
-import type { MigrationSet } from '@craig/db';
+import { defineRuntimeGrants, type MigrationSet } from '@craig/db';
 import { DatabaseNotAllowed } from './errors.ts';
 
 /** The non-owner role the service's connections run as (created by the `cleanup` set; see README). */
@@ -35,10 +35,36 @@ export function guardedMigrationSet(set: Omit<MigrationSet, 'preflight'>, option
 }
 
 /**
+ * What the runtime role may do with the `cleanup` set's objects (docs/adr/063-runtime-roles.md):
+ * write the source graph through the admission triggers, never change an identity column, never
+ * delete a source row (only `cleanup_step`, a SECURITY DEFINER function, does); drive jobs and
+ * manifests; delete finished jobs' history (the history sweep).
+ */
+export const CLEANUP_RUNTIME_GRANTS = defineRuntimeGrants({
+  tables: {
+    servers: ['select', 'insert'],
+    libraries: ['select', 'insert'],
+    items: ['select', 'insert'],
+    cleanup_jobs: ['select', 'insert', 'delete'],
+    cleanup_manifest: ['select', 'insert', 'delete'],
+    cleanup_steps: ['select', 'delete'],
+  },
+  updateColumns: {
+    servers: ['name', 'admission', 'cleanup_job_id', 'updated_at'],
+    libraries: ['name', 'admission', 'cleanup_job_id', 'updated_at'],
+    items: ['library_id', 'title', 'updated_at'],
+    // Counters, cursor progress and the step count move only inside cleanup_step.
+    cleanup_jobs: ['state', 'phase', 'cancel_reason', 'expected_unique_count', 'high_water_id', 'cursor_library_id', 'cursor_item_id', 'sealed_at', 'finished_at', 'updated_at'],
+  },
+  functions: ['cleanup_step(bigint, integer, integer, integer)'],
+});
+
+/**
  * The `cleanup` migration set: the inventory source tables (servers → libraries → items), the
- * admission triggers and parent guards, the job/manifest/step tables and the runtime role's
- * grants. It installs only into allow-listed databases (`CLEANUP_ALLOWED_DATABASES`).
+ * admission triggers and parent guards, the job/manifest/step tables, the step function and
+ * the runtime role's grants. It installs only into allow-listed databases
+ * (`CLEANUP_ALLOWED_DATABASES`).
  */
 export function cleanupMigrations(options: CleanupInstallOptions): MigrationSet {
-  return guardedMigrationSet({ name: 'cleanup', directory: CLEANUP_MIGRATIONS_DIRECTORY }, options);
+  return guardedMigrationSet({ name: 'cleanup', directory: CLEANUP_MIGRATIONS_DIRECTORY, runtimeGrants: CLEANUP_RUNTIME_GRANTS }, options);
 }

@@ -1,6 +1,7 @@
 // Shared setup for the cleanup integration tests: a database named to match the allow-list,
-// the `cleanup` set installed through its guard, an owner (superuser) pool for setup and
-// assertions, and a pool running as the non-owner runtime role for every writer path.
+// the `cleanup` set installed through its guard with the runtime role's grants, an owner
+// (superuser) pool for setup and assertions, and a pool logged in as the non-owner runtime
+// role for every writer path.
 import { createClient, migrate, type Sql } from '@craig/db';
 import { testDatabase, type TestDatabase } from '@craig/testkit';
 import { cleanupMigrations, runToCompletion, RUNTIME_ROLE, type StepOptions, type StepResult } from '../src/index.ts';
@@ -18,8 +19,8 @@ export interface Harness {
 
 export async function cleanupHarness(options: { appMax?: number } = {}): Promise<Harness> {
   const db = await testDatabase({ prefix: 'inventory_t', max: 2 });
-  await migrate(db.url, [cleanupMigrations({ allowedDatabases: ALLOWED })], { service: 'test' });
-  const app = createClient(db.url, { service: 'test-runtime', max: options.appMax ?? 3, role: RUNTIME_ROLE, idleTimeoutSeconds: 5 });
+  await migrate(db.url, [cleanupMigrations({ allowedDatabases: ALLOWED })], { service: 'test', runtime: { role: RUNTIME_ROLE } });
+  const app = createClient(runtimeUrl(db.url), { service: 'test-runtime', max: options.appMax ?? 3, idleTimeoutSeconds: 5 });
   return {
     db,
     admin: db.sql,
@@ -29,6 +30,11 @@ export async function cleanupHarness(options: { appMax?: number } = {}): Promise
       await db.drop();
     },
   };
+}
+
+/** The same database, logged in as the runtime role (trust auth on the test server). */
+export function runtimeUrl(url: string): string {
+  return Object.assign(new URL(url), { username: RUNTIME_ROLE, password: '' }).toString();
 }
 
 let serial = 0;

@@ -96,6 +96,22 @@ export class MigrationError extends DbError {
   }
 }
 
+/** The runtime role could not be created, corrected or granted, or holds what it must not. */
+export class RuntimeRoleError extends DbError {
+  readonly role: string;
+  /** The objects at fault (tables the role owns, grants naming missing objects), when any. */
+  readonly objects: readonly string[];
+  constructor(
+    code: 'runtime_role_invalid' | 'runtime_role_failed' | 'runtime_role_privilege' | 'runtime_role_owns_objects' | 'runtime_grant_unknown_object',
+    message: string,
+    fields: { role: string; objects?: readonly string[]; cause?: unknown },
+  ) {
+    super(code, message, { cause: fields.cause });
+    this.role = fields.role;
+    this.objects = fields.objects ?? [];
+  }
+}
+
 /** The dedicated session's connection closed under the caller: any lock it held is gone. */
 export class SessionLostError extends DbError {
   constructor(readonly backendPid: number | undefined, cause?: unknown) {

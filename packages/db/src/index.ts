@@ -15,6 +15,10 @@ export {
   type TransactionSql,
 } from './client.ts';
 export { withDedicatedSession, type DedicatedSession, type DedicatedSessionOptions } from './dedicated-session.ts';
-export { migrate, migrationTemplate, readMigrationSet, type MigrateOptions, type MigrateReport, type MigrationFile, type MigrationPreflightContext, type MigrationSet } from './migrate.ts';
+export { migrate, migrationTemplate, readMigrationSet, type MigrateOptions, type MigrateReport, type MigrationFile, type MigrationHook, type MigrationPreflightContext, type MigrationSet } from './migrate.ts';
+/** The runtime login role: created or corrected cluster-wide, race-safe; its password sent as a SCRAM verifier. */
+export { ensureRuntimeRole, scramVerifier, assertRoleName, ROLE_NAME_PATTERN, type RuntimeRoleOptions, type RuntimeRoleReport } from './runtime-role.ts';
+/** What a set's runtime role may do; applied per database with everything else revoked. */
+export { applyRuntimeGrants, defineRuntimeGrants, mergeRuntimeGrants, type AppliedGrants, type RuntimeGrants, type TablePrivilege } from './runtime-grants.ts';
 export { LOCK_KEYS, assertDistinctLockKeys, type LockName } from './locks.ts';
-export { classifyPgError, DbError, MigrationError, SessionLostError, type PgErrorClass, type PgErrorKind } from './errors.ts';
+export { classifyPgError, DbError, MigrationError, RuntimeRoleError, SessionLostError, type PgErrorClass, type PgErrorKind } from './errors.ts';

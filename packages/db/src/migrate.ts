@@ -4,8 +4,10 @@ import { withDedicatedSession } from './dedicated-session.ts';
 import { MigrationError } from './errors.ts';
 import { readMigrationSet, type MigrationFile, type MigrationSet } from './internal/migration-files.ts';
 import { LOCK_KEYS } from './locks.ts';
+import { applyRuntimeGrants, mergeRuntimeGrants, type AppliedGrants } from './runtime-grants.ts';
+import { ensureRuntimeRole, type RuntimeRoleOptions, type RuntimeRoleReport } from './runtime-role.ts';
 
-export type { MigrationFile, MigrationPreflightContext, MigrationSet } from './internal/migration-files.ts';
+export type { MigrationFile, MigrationHook, MigrationPreflightContext, MigrationSet } from './internal/migration-files.ts';
 export { readMigrationSet } from './internal/migration-files.ts';
 
 export interface MigrateOptions {
@@ -14,11 +16,19 @@ export interface MigrateOptions {
   readonly signal?: AbortSignal;
   /** How long to wait for another runner that holds the migrator lock. */
   readonly lockWaitMs?: number;
+  /**
+   * The service's runtime login: ensured (created, or corrected: LOGIN, no cluster-wide
+   * powers, no memberships) and given exactly the sets' `runtimeGrants`, everything else it
+   * held in this database revoked. Run as the tables' owner (docs/adr/063-runtime-roles.md).
+   */
+  readonly runtime?: RuntimeRoleOptions;
 }
 
 export interface MigrateReport {
   readonly applied: ReadonlyArray<{ readonly set: string; readonly version: number; readonly name: string; readonly ms: number }>;
   readonly alreadyApplied: number;
+  /** Present when run with `runtime`: what was done to the role and granted to it. */
+  readonly runtime?: { readonly role: RuntimeRoleReport; readonly grants: AppliedGrants };
 }
 
 interface AppliedRow {
@@ -88,7 +98,22 @@ export async function migrate(url: string, sets: readonly MigrationSet[], option
         options.logger?.info({ set: file.set, version: file.version, name: file.name, ms }, 'migration applied');
         report.push({ set: file.set, version: file.version, name: file.name, ms });
       }
-      return { applied: report, alreadyApplied: files.length - pending.length };
+      for (const set of sets) {
+        if (!set.afterMigrate) continue;
+        const [db] = await sql<{ name: string }[]>`select current_database() as name`;
+        try {
+          await sql.begin((tx) => set.afterMigrate!.run({ sql: tx as unknown as typeof sql, database: db!.name }));
+        } catch (cause) {
+          throw new MigrationError('migration_failed', `migration set "${set.name}": after-migrate step ${set.afterMigrate.id} failed: ${(cause as Error).message}`, { set: set.name, cause });
+        }
+      }
+      if (!options.runtime) return { applied: report, alreadyApplied: files.length - pending.length };
+      // Cluster-wide first (idempotent, race-safe), then this database's grants in one
+      // transaction, under the migrator lock: two replicas never grant on one catalog row at once.
+      const role = await ensureRuntimeRole(sql, options.runtime);
+      const grants = await sql.begin((tx) => applyRuntimeGrants(tx as unknown as typeof sql, options.runtime!.role, mergeRuntimeGrants(sets.map((s) => s.runtimeGrants))));
+      options.logger?.info({ role: role.role, created: role.created, altered: role.altered, tables: grants.tables, functions: grants.functions }, 'runtime role granted');
+      return { applied: report, alreadyApplied: files.length - pending.length, runtime: { role, grants } };
     },
     { service: `${options.service}:migrate`, ...(options.signal ? { signal: options.signal } : {}) },
   );
@@ -131,14 +156,18 @@ function plan(files: readonly MigrationFile[], applied: readonly AppliedRow[]): 
  * A content-addressed template recipe for `@craig/testkit`: the id changes whenever any file
  * of any set changes, so a stale template is never reused.
  */
-export async function migrationTemplate(sets: readonly MigrationSet[], service = 'test'): Promise<{ id: string; build: (url: string) => Promise<void> }> {
+export async function migrationTemplate(sets: readonly MigrationSet[], service = 'test', runtime?: RuntimeRoleOptions): Promise<{ id: string; build: (url: string) => Promise<void> }> {
   const files = (await Promise.all(sets.map((s) => readMigrationSet(s)))).flat();
   const hash = createHash('sha256');
   for (const f of files) hash.update(`${f.set}\0${f.version}\0${f.checksum}\0`);
+  // Grants and owner-side steps are part of the content: a template copied per test file
+  // carries its tables' ACLs (role oids are cluster-wide), so they must match too.
+  for (const s of sets) hash.update(`${s.name}\0${JSON.stringify(s.runtimeGrants ?? null)}\0${s.afterMigrate?.id ?? ''}\0`);
+  if (runtime) hash.update(`runtime\0${runtime.role}\0`);
   return {
     id: hash.digest('hex').slice(0, 16),
     build: async (url) => {
-      await migrate(url, sets, { service });
+      await migrate(url, sets, { service, ...(runtime ? { runtime } : {}) });
     },
   };
 }

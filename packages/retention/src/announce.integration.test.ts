@@ -4,9 +4,9 @@ import { MQ_MIGRATIONS } from '@craig/mq';
 import type { ObjectStore } from '@craig/store';
 import { testDatabase, type TestDatabase } from '@craig/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIXTURE_MIGRATIONS, s3, storeFor, type S3TestServer } from '../test/fixtures.ts';
+import { FIXTURE_MIGRATIONS, gatedEngine, s3, storeFor, type S3TestServer } from '../test/fixtures.ts';
 import { announceArchivedBatches } from './announce.ts';
-import { createArchiveEngine, type ArchiveEngineOptions } from './engine.ts';
+import type { ArchiveEngineOptions } from './engine.ts';
 import { readLedger } from './fetch.ts';
 import { RETENTION_MIGRATIONS } from './migrations.ts';
 import { defineArchiveSpec, fixpoints } from './spec.ts';
@@ -29,7 +29,7 @@ afterAll(async () => {
 
 const audit = defineArchiveSpec({ table: 'audit_events', keyColumn: 'id', timestampColumn: 'occurred_at', fixpoint: fixpoints.insertOnly(), batchSize: 3 });
 const engine = (overrides: Partial<ArchiveEngineOptions> = {}) =>
-  createArchiveEngine({ service: 'svc', databaseUrl: db.url, store, specs: [audit], hotWindowDays: 30, prefix: 'archive', onBatchArchived: announceArchivedBatches('svc.archive.batch'), ...overrides });
+  gatedEngine(db, { service: 'svc', databaseUrl: db.url, store, specs: [audit], hotWindowDays: 30, prefix: 'archive', onBatchArchived: announceArchivedBatches('svc.archive.batch'), ...overrides });
 
 describe('announceArchivedBatches', () => {
   it('stages one event per archived batch, keyed by the archive id, carrying where the object is and what it holds', async () => {

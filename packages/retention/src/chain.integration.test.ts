@@ -4,8 +4,8 @@ import { retentionOverrun } from '@craig/mq';
 import type { ObjectStore } from '@craig/store';
 import type { TestDatabase } from '@craig/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { fixtureDatabase, rejection, s3, storeFor, type S3TestServer } from '../test/fixtures.ts';
-import { createArchiveEngine, type ArchiveEngineOptions } from './engine.ts';
+import { fixtureDatabase, gatedEngine, rejection, s3, storeFor, type S3TestServer } from '../test/fixtures.ts';
+import type { ArchiveEngineOptions } from './engine.ts';
 import { ArchiveSpecError } from './errors.ts';
 import { readLedger } from './fetch.ts';
 import { archiveRetentionSpecs } from './overrun.ts';
@@ -49,7 +49,7 @@ const runs = defineArchiveSpec({
 });
 
 function engine(specs: readonly ArchiveSpec[], overrides: Partial<ArchiveEngineOptions> = {}) {
-  return createArchiveEngine({ service: 'exchange-lab', databaseUrl: db.url, store, specs, hotWindowDays: 365, prefix: 'archive', ...overrides });
+  return gatedEngine(db, { service: 'exchange-lab', databaseUrl: db.url, store, specs, hotWindowDays: 365, prefix: 'archive', ...overrides });
 }
 
 describe('a three-table FK chain', () => {
@@ -155,10 +155,11 @@ describe('specs are checked against the schema', () => {
 });
 
 describe('precondition 3: eligibility is evaluated by the database', () => {
-  it('the hot-window cutoff is the database clock, not the application clock', async () => {
-    // Rows 10 and 400 days old by any clock; then the database's now() (as the engine's
-    // statements resolve it) is moved 100 years ahead. The application clock is untouched: if
-    // the cutoff were computed here, the young row would stay.
+  it("the delete's cutoff is the database's own clock: a now() shadowed through the search_path moves the select, never the gate", async () => {
+    // Rows 10 and 400 days old by any clock; then now(), as the engine's own statements resolve
+    // it, is moved 100 years ahead (what any session may do with its search_path). The select
+    // then finds both rows eligible; the prune gate, whose search_path is pinned, judges by
+    // pg_catalog.now(): it deletes only the old row, the counts differ, and the batch rolls back.
     await db.sql`
       insert into audit_events (occurred_at, actor) values
         (pg_catalog.now() - interval '400 days', 'old'),
@@ -169,11 +170,14 @@ describe('precondition 3: eligibility is evaluated by the database', () => {
     try {
       const spec = defineArchiveSpec({ table: 'audit_events', keyColumn: 'id', timestampColumn: 'occurred_at', fixpoint: fixpoints.insertOnly() });
       const report = await engine([spec]).runCycle();
-      expect(report.tables[0]).toMatchObject({ rows: 2, outcome: 'drained' });
+      expect(report.tables[0]).toMatchObject({ rows: 0, outcome: 'failed', error: { code: 'archive_count_mismatch' } });
     } finally {
       await db.sql.unsafe(`alter database ${db.name} reset search_path`);
       await db.sql`drop schema clockshift cascade`;
     }
-    expect((await db.sql`select count(*)::int as n from audit_events`)[0]!.n).toBe(0);
+    expect((await db.sql`select actor from audit_events order by id`).map((r) => r.actor)).toEqual(['old', 'young']);
+    // With the clock as it is, the old row goes and the young one stays.
+    await engine([defineArchiveSpec({ table: 'audit_events', keyColumn: 'id', timestampColumn: 'occurred_at', fixpoint: fixpoints.insertOnly() })]).runCycle();
+    expect((await db.sql`select actor from audit_events`).map((r) => r.actor)).toEqual(['young']);
   });
 });

@@ -4,9 +4,9 @@ import type { TestDatabase } from '@craig/testkit';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { fixtureDatabase, rejection, s3, storeFor, type S3TestServer } from '../test/fixtures.ts';
+import { fixtureDatabase, gatedEngine, rejection, s3, storeFor, type S3TestServer } from '../test/fixtures.ts';
 import { isUuidv7 } from './archive-id.ts';
-import { createArchiveEngine, type ArchiveEngineOptions } from './engine.ts';
+import type { ArchiveEngineOptions } from './engine.ts';
 import { PurgeRefusedError } from './errors.ts';
 import { readArchiveObject, readLedger } from './fetch.ts';
 import { defineArchiveSpec, fixpoints } from './spec.ts';
@@ -34,7 +34,7 @@ beforeEach(async () => {
 const audit = defineArchiveSpec({ table: 'audit_events', keyColumn: 'id', timestampColumn: 'occurred_at', fixpoint: fixpoints.insertOnly(), batchSize: 100 });
 
 function engine(overrides: Partial<ArchiveEngineOptions> = {}) {
-  return createArchiveEngine({ service: 'lab', databaseUrl: db.url, store, specs: [audit], hotWindowDays: 30, prefix: 'archive', ...overrides });
+  return gatedEngine(db, { service: 'lab', databaseUrl: db.url, store, specs: [audit], hotWindowDays: 30, prefix: 'archive', ...overrides });
 }
 
 /** n audit rows `ageDays` old (one second apart, so they order), with awkward values. */

@@ -119,7 +119,7 @@ export function createArchiveEngine(options: ArchiveEngineOptions): ArchiveEngin
     specs: options.specs,
     async check() {
       await withDedicatedSession(options.databaseUrl, async (session) => {
-        for (const spec of options.specs) await planTable(session.sql, spec);
+        for (const spec of options.specs) await planTable(session.sql, spec, options.hotWindowDays);
       }, { service: `${options.service}:archive-check` });
     },
     runCycle: (cycle) => runCycle(ctx, cycle?.signal),
@@ -152,7 +152,7 @@ async function runCycle(ctx: EngineContext, signal: AbortSignal | undefined): Pr
         // Plan every table before touching any: a spec that no longer fits the schema stops
         // the cycle loudly instead of archiving half the chain.
         const plans: TablePlan[] = [];
-        for (const spec of options.specs) plans.push(await planTable(session.sql, spec));
+        for (const spec of options.specs) plans.push(await planTable(session.sql, spec, options.hotWindowDays));
         // Batches are read on a second connection so selects overlap the commits on the
         // session; it is closed with the cycle. Its settings make every value's text canonical.
         const read = postgres(options.databaseUrl, {

@@ -40,8 +40,10 @@ export {
 export { notAtFixpoint } from './writer-refusal.ts';
 /** The archive invariants (`<table>_archive_overrun`) for `retentionOverrun` from @craig/mq. */
 export { archiveRetentionSpecs } from './overrun.ts';
-/** The `retention` migration set (the archive ledger). */
+/** The `retention` migration set (the archive ledger, the prune gate and its registry). */
 export { RETENTION_MIGRATIONS } from './migrations.ts';
+/** The owner's half of the prune gate: which tables `archive_prune_batch` may prune, by what policy; written after every migration run. */
+export { archiveRegistration, registerArchiveSpecs, registrationOf, type ArchiveRegistration } from './prune-gate.ts';
 /** Reading archives back: the ledger, one verified object, and a whole-archive verification with orphans. */
 export {
   readLedger,

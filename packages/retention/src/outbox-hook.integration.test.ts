@@ -5,8 +5,8 @@ import { MQ_MIGRATIONS, stageEvent } from '@craig/mq';
 import type { ObjectStore } from '@craig/store';
 import { testDatabase, type TestDatabase } from '@craig/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIXTURE_MIGRATIONS, s3, storeFor, type S3TestServer } from '../test/fixtures.ts';
-import { createArchiveEngine, type ArchiveEngineOptions } from './engine.ts';
+import { FIXTURE_MIGRATIONS, gatedEngine, s3, storeFor, type S3TestServer } from '../test/fixtures.ts';
+import type { ArchiveEngineOptions } from './engine.ts';
 import { readLedger } from './fetch.ts';
 import { RETENTION_MIGRATIONS } from './migrations.ts';
 import { defineArchiveSpec, fixpoints } from './spec.ts';
@@ -37,7 +37,7 @@ const announce: ArchiveEngineOptions['onBatchArchived'] = async (tx, batch) => {
   });
 };
 const engine = (overrides: Partial<ArchiveEngineOptions> = {}) =>
-  createArchiveEngine({ service: 'security', databaseUrl: db.url, store, specs: [audit], hotWindowDays: 30, prefix: 'archive', onBatchArchived: announce, ...overrides });
+  gatedEngine(db, { service: 'security', databaseUrl: db.url, store, specs: [audit], hotWindowDays: 30, prefix: 'archive', onBatchArchived: announce, ...overrides });
 
 describe('announcing archived batches through the outbox', () => {
   it('commits announced batches synchronously (an event must never outlive its batch)', async () => {

@@ -5,8 +5,8 @@ import type { TestDatabase } from '@craig/testkit';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { closedPort, fixtureDatabase, s3, storeFor, type S3TestServer } from '../test/fixtures.ts';
-import { createArchiveEngine, type ArchiveEngineOptions } from './engine.ts';
+import { closedPort, fixtureDatabase, gatedEngine, s3, storeFor, type S3TestServer } from '../test/fixtures.ts';
+import type { ArchiveEngineOptions } from './engine.ts';
 import { readArchiveObject, readLedger } from './fetch.ts';
 import { defineArchiveSpec, fixpoints } from './spec.ts';
 import { notAtFixpoint } from './writer-refusal.ts';
@@ -49,7 +49,7 @@ const jobs = defineArchiveSpec({
 function engine(overrides: Partial<ArchiveEngineOptions> = {}) {
   const store = overrides.store ?? storeFor(server);
   stores.push(store);
-  return createArchiveEngine({ service: 'lab', databaseUrl: db.url, store, specs: [audit, jobs], hotWindowDays: 30, prefix: 'archive', ...overrides });
+  return gatedEngine(db, { service: 'lab', databaseUrl: db.url, store, specs: [audit, jobs], hotWindowDays: 30, prefix: 'archive', ...overrides });
 }
 
 async function seedAudit(n: number): Promise<void> {

@@ -4,7 +4,9 @@ import { createServer } from 'node:net';
 import { migrationTemplate } from '@craig/db';
 import { createObjectStore, type ObjectStore, type ObjectStoreOptions } from '@craig/store';
 import { s3, testDatabase, type S3TestServer, type TestDatabase } from '@craig/testkit';
+import { createArchiveEngine, type ArchiveEngine, type ArchiveEngineOptions } from '../src/engine.ts';
 import { RETENTION_MIGRATIONS } from '../src/migrations.ts';
+import { registerArchiveSpecs } from '../src/prune-gate.ts';
 
 export const FIXTURE_MIGRATIONS = { name: 'retention-fixtures', directory: new URL('./sql/', import.meta.url) };
 
@@ -13,6 +15,28 @@ export function fixtureDatabase(prefix: string): Promise<TestDatabase> {
 }
 
 export { s3, type S3TestServer };
+
+/**
+ * An engine whose specs are registered with the prune gate first, as the owner's migration
+ * run registers a service's (`archiveRegistration`): the registration starts at once and every
+ * cycle waits for it. Construction errors still throw synchronously.
+ */
+export function gatedEngine(db: TestDatabase, options: ArchiveEngineOptions): ArchiveEngine {
+  const engine = createArchiveEngine(options);
+  const registered = registerArchiveSpecs(db.sql, options.specs, options.hotWindowDays);
+  registered.catch(() => undefined);
+  return {
+    ...engine,
+    check: async () => {
+      await registered;
+      return engine.check();
+    },
+    runCycle: async (cycle) => {
+      await registered;
+      return engine.runCycle(cycle);
+    },
+  };
+}
 
 export function storeFor(server: S3TestServer, backend: 's3' | 'garage' = 's3', options: ObjectStoreOptions = {}): ObjectStore {
   return createObjectStore(

@@ -76,11 +76,11 @@ export async function startTimerLoop(engine: ArchiveEngine, registry: Registry):
 }
 
 /**
- * A second archive engine on an archive harness's database and store (prefix `archive`), as the
- * service configures its own: for cycles with a different `onBatchArchived` hook.
+ * A second archive engine on an archive harness's database (as its runtime role) and store
+ * (prefix `archive`), as the service configures its own: for cycles with a different `onBatchArchived` hook.
  */
 export function archiveEngineOn(h: ArchiveHarness<unknown>, options: Pick<ArchiveEngineOptions, 'service' | 'specs' | 'hotWindowDays' | 'onBatchArchived'>): ArchiveEngine {
-  return createArchiveEngine({ ...options, databaseUrl: h.db.url, store: h.store, prefix: 'archive' });
+  return createArchiveEngine({ ...options, databaseUrl: h.runtimeUrl, store: h.store, prefix: 'archive' });
 }
 
 /** An `onBatchArchived` hook that stages through `hook` and then throws, as a crash after staging would. */

@@ -5,6 +5,7 @@ import { testDatabase, type TestDatabase } from '@craig/testkit';
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { ADMIN_TOKEN, type CommonDeps } from './harness.ts';
+import { runtimeRoleOf, runtimeUrl } from './runtime.ts';
 import { testTransport, type TransportKind } from './transport.ts';
 
 /** What a fleet member must be: an app, an outbox worker to run, and the consumers it declares (if any). */
@@ -20,6 +21,8 @@ export interface FleetMember<S extends FleetService> {
   readonly migrations: readonly MigrationSet[];
   /** The member's transport-sweep windows (EVENT_OUTBOX/INBOX_RETENTION_DAYS); default 30 / 31. */
   readonly retention?: { readonly outboxDays: number; readonly inboxDays: number };
+  /** The runtime role it logs in as; default `craig_<name>_app`. */
+  readonly role?: string;
   /** `suffix` is unique per fleet on RabbitMQ (append it to consumer names), empty on the bus. */
   build(deps: CommonDeps & { readonly outbox: { readonly pollIntervalMs: number } }, suffix: string): S;
 }
@@ -52,13 +55,15 @@ export async function startFleet<P extends FleetService, C extends FleetService>
   const queues: string[] = [listener];
   const bus = await testTransport(kind, { name: 'flow', queues });
   const members = [options.producer, options.consumer] as const;
-  const dbs: TestDatabase[] = await Promise.all(members.map((m) => testDatabase({ prefix: `${m.name}_t`, template: migrationTemplate(m.migrations), max: 1 })));
+  const roles = members.map((m) => m.role ?? runtimeRoleOf(m.name));
+  const dbs: TestDatabase[] = await Promise.all(members.map((m, i) => testDatabase({ prefix: `${m.name}_t`, template: migrationTemplate(m.migrations, 'test', { role: roles[i]! }), max: 1 })));
+  const urls = dbs.map((d, i) => runtimeUrl(d.url, roles[i]!));
   const [producerTransport, consumerTransport, listenerTransport] = await Promise.all([bus.open(options.producer.name), bus.open(options.consumer.name), bus.open('listener')]);
   const transports = [producerTransport, consumerTransport] as const;
-  const pools: Sql[] = members.map((m, i) => createClient(dbs[i]!.url, { service: m.name, max: 3, idleTimeoutSeconds: 5 }));
+  const pools: Sql[] = members.map((m, i) => createClient(urls[i]!, { service: m.name, max: 3, idleTimeoutSeconds: 5 }));
   const deps = (i: 0 | 1) => ({
     sql: pools[i]!,
-    databaseUrl: dbs[i]!.url,
+    databaseUrl: urls[i]!,
     registry: new Registry(),
     adminToken: ADMIN_TOKEN,
     transport: transports[i],

@@ -5,6 +5,7 @@ import { s3, testDatabase, type S3TestServer, type TestDatabase } from '@craig/t
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { caseEventDelivery } from './fixtures.ts';
+import { runtimeRoleOf, runtimeUrl } from './runtime.ts';
 import { testTransport, type TestTransport, type TransportKind } from './transport.ts';
 
 export const ADMIN_TOKEN = 'an-admin-token-for-tests-0123456789';
@@ -34,9 +35,15 @@ export interface HarnessOptions<S extends { readonly app: FastifyInstance }, Sto
   readonly prefix?: string;
   /** Migration sets copied from a template migrated once per content (the usual way). */
   readonly migrations?: readonly MigrationSet[];
-  /** Or: migrate the fresh database itself (inventory: its allow-listed install refuses a template). */
-  readonly migrate?: (db: TestDatabase) => Promise<void>;
-  /** The role the service's pool runs as. */
+  /**
+   * Or: migrate the fresh database itself (inventory: its allow-listed install refuses a
+   * template), with `runtime` as `migrate`'s runtime option so the role gets its grants.
+   */
+  readonly migrate?: (db: TestDatabase, runtime: { readonly role: string }) => Promise<void>;
+  /**
+   * The runtime role the service logs in as (default `craig_<name>_app`, its settings' default):
+   * the migrations grant it exactly its sets' privileges; the test's `db.sql` is the owner.
+   */
   readonly role?: string;
   /** The PostgreSQL bus (default) or RabbitMQ. */
   readonly transport?: TransportKind;
@@ -50,10 +57,14 @@ export interface HarnessOptions<S extends { readonly app: FastifyInstance }, Sto
 
 /** A service on its own migrated database and transport (not listening; use `app.inject`). */
 export interface ServiceHarness<S> {
+  /** The database; `db.sql` and `db.url` are its owner (setup, assertions, what the runtime role may not do). */
   readonly db: TestDatabase;
+  /** The runtime role the service runs as, and `db.url` logged in as it. */
+  readonly role: string;
+  readonly runtimeUrl: string;
   readonly bus: TestTransport;
   readonly transport: Transport;
-  /** The service's pool. */
+  /** The service's pool (logged in as the runtime role). */
   readonly sql: Sql;
   readonly service: S;
   readonly app: FastifyInstance;
@@ -71,19 +82,24 @@ async function start<S extends { readonly app: FastifyInstance }, Store extends 
   options: HarnessOptions<S, Store>,
   store: Store,
 ): Promise<ServiceHarness<S>> {
+  const role = options.role ?? runtimeRoleOf(options.name);
   const [db, bus] = await Promise.all([
-    testDatabase({ prefix: options.prefix ?? `${options.name}_t`, max: 2, ...(options.migrations ? { template: migrationTemplate(options.migrations) } : {}) }),
+    testDatabase({ prefix: options.prefix ?? `${options.name}_t`, max: 2, ...(options.migrations ? { template: migrationTemplate(options.migrations, 'test', { role }) } : {}) }),
     testTransport(options.transport ?? 'postgres', { name: options.name, queues: options.queues ?? [] }),
   ]);
-  await options.migrate?.(db);
+  await options.migrate?.(db, { role });
   const transport = await bus.open(`${options.name}-test`);
-  const sql = createClient(db.url, { service: `${options.name}-test`, max: 3, idleTimeoutSeconds: 5, ...(options.role ? { role: options.role } : {}) });
+  const url = runtimeUrl(db.url, role);
+  const sql = createClient(url, { service: `${options.name}-test`, max: 3, idleTimeoutSeconds: 5 });
   const registry = new Registry();
-  const deps: CommonDeps = { sql, databaseUrl: db.url, registry, adminToken: ADMIN_TOKEN, transport, retention: { outboxDays: 30, inboxDays: 31 }, outboxMaxAttempts: 10 };
+  // Dedicated sessions (sweeps, the archive lease) log in as the runtime role too.
+  const deps: CommonDeps = { sql, databaseUrl: url, registry, adminToken: ADMIN_TOKEN, transport, retention: { outboxDays: 30, inboxDays: 31 }, outboxMaxAttempts: 10 };
   const service = options.build({ deps, db, store });
   await service.app.ready();
   return {
     db,
+    role,
+    runtimeUrl: url,
     bus,
     transport,
     sql,

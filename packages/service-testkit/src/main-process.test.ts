@@ -23,6 +23,12 @@ describe('settings helpers', () => {
       CRAIG_RULES__ADMIN_TOKEN: 't',
       CRAIG_RULES__HTTP_PORT: '8080',
     });
+    // As production runs it: the runtime role logs in, the given URL's login migrates.
+    expect(serviceEnv('rules', { databaseUrl: 'postgres://owner:pw@db:5432/rules', busDatabaseUrl: 'postgres://bus', adminToken: 't', port: 8080, runtimeRole: 'craig_rules_app' })).toMatchObject({
+      CRAIG_RULES__DATABASE_URL: 'postgres://craig_rules_app@db:5432/rules',
+      CRAIG_RULES__MIGRATION_DATABASE_URL: 'postgres://owner:pw@db:5432/rules',
+      CRAIG_RULES__RUNTIME_ROLE: 'craig_rules_app',
+    });
     const env = objectStoreEnv('security', { endpoint: 'http://s3', region: 'r', bucket: 'b', accessKeyId: 'k', secretAccessKey: 's' } as Parameters<typeof objectStoreEnv>[1]);
     expect(env).toEqual({
       CRAIG_SECURITY__OBJECT_STORE_BACKEND: 's3',

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { S3TestServer } from '@craig/testkit';
 import { eventually } from '@craig/testkit';
+import { runtimeUrl } from './runtime.ts';
 
 export interface MainProcess {
   readonly child: ChildProcess;
@@ -91,8 +92,18 @@ export function objectStoreEnv(service: string, server: S3TestServer): Record<st
   };
 }
 
-/** A service's base settings: its database, the bus database, the admin token and the HTTP port. */
-export function serviceEnv(service: string, options: { readonly databaseUrl: string; readonly busDatabaseUrl: string; readonly adminToken: string; readonly port: number }): Record<string, string> {
+/**
+ * A service's base settings: its database, the bus database, the admin token and the HTTP port.
+ * With `runtimeRole`, the service runs as production does: DATABASE_URL logs in as that role
+ * and MIGRATION_DATABASE_URL is `databaseUrl` (the owner); without it, one login does both.
+ */
+export function serviceEnv(
+  service: string,
+  options: { readonly databaseUrl: string; readonly busDatabaseUrl: string; readonly adminToken: string; readonly port: number; readonly runtimeRole?: string },
+): Record<string, string> {
   const p = `CRAIG_${service.toUpperCase()}__`;
-  return { [`${p}DATABASE_URL`]: options.databaseUrl, [`${p}BUS_DATABASE_URL`]: options.busDatabaseUrl, [`${p}ADMIN_TOKEN`]: options.adminToken, [`${p}HTTP_PORT`]: String(options.port) };
+  const logins = options.runtimeRole
+    ? { [`${p}DATABASE_URL`]: runtimeUrl(options.databaseUrl, options.runtimeRole), [`${p}MIGRATION_DATABASE_URL`]: options.databaseUrl, [`${p}RUNTIME_ROLE`]: options.runtimeRole }
+    : { [`${p}DATABASE_URL`]: options.databaseUrl };
+  return { ...logins, [`${p}BUS_DATABASE_URL`]: options.busDatabaseUrl, [`${p}ADMIN_TOKEN`]: options.adminToken, [`${p}HTTP_PORT`]: String(options.port) };
 }

@@ -6,6 +6,7 @@ import { encodeEnvelope, MQ_MIGRATIONS, OutboxWorker } from '@craig/mq';
 import { loadServiceSettings } from '@craig/settings';
 import { eventually, testDatabase, type TestDatabase } from '@craig/testkit';
 import pino from 'pino';
+import type { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpApp } from './app.ts';
 import { bootService, loopTask } from './boot.ts';
@@ -25,14 +26,17 @@ function capturingLogger() {
     },
   });
   const logger = pino({ level: 'info' }, stream);
-  return { logger, stoppedSteps: () => lines.filter((l) => l.msg === 'stopped').map((l) => l.step) };
+  return { logger, lines, stoppedSteps: () => lines.filter((l) => l.msg === 'stopped').map((l) => l.step) };
 }
 
-async function setup() {
+async function setup(logins: 'single' | 'two' = 'single') {
   const [db, bus] = await Promise.all([testDatabase({ prefix: 'boot_t', max: 1 }), testDatabase({ prefix: 'boot_bus_t', max: 1 })]);
   dbs.push(db, bus);
+  // Two logins: the runtime role logs in itself (trust auth on the test server) and the test
+  // server's superuser migrates; single: the superuser does both.
+  const runtimeUrl = Object.assign(new URL(db.url), { username: 'craig_cases_app', password: '' }).toString();
   const settings = loadServiceSettings('cases', {
-    CRAIG_CASES__DATABASE_URL: db.url,
+    ...(logins === 'two' ? { CRAIG_CASES__DATABASE_URL: runtimeUrl, CRAIG_CASES__MIGRATION_DATABASE_URL: db.url } : { CRAIG_CASES__DATABASE_URL: db.url }),
     CRAIG_CASES__BUS_DATABASE_URL: bus.url,
     CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests-0123456789',
     CRAIG_CASES__HTTP_PORT: '0',
@@ -102,5 +106,42 @@ describe('bootService', () => {
     ).rejects.toThrow('bad wiring');
     await life.stop();
     expect(stoppedSteps()).toEqual(['transport', 'database pool']);
+  });
+
+  describe('the two logins of its database', () => {
+    const bare = (ctx: { logger: pino.Logger; registry: Registry; settings: { adminToken: string } }) => ({
+      app: createHttpApp({ service: 'cases', logger: ctx.logger, registry: ctx.registry, adminToken: ctx.settings.adminToken }),
+    });
+
+    it('migrates as the owner and runs as the runtime login, which owns nothing and may not change the schema', async () => {
+      const { db, settings, logger, lines } = await setup('two');
+      const life = new Lifecycle(logger);
+      try {
+        const booted = await bootService(settings, logger, life, { migrations: [MQ_MIGRATIONS], pool: { max: 1 }, build: bare });
+        const [who] = await booted.sql`select session_user as login, current_user as role`;
+        expect(who).toEqual({ login: 'craig_cases_app', role: 'craig_cases_app' });
+        const [owner] = await db.sql`select tableowner from pg_tables where tablename = 'event_outbox'`;
+        expect(owner!.tableowner).not.toBe('craig_cases_app');
+        await expect(booted.sql`truncate event_outbox`).rejects.toMatchObject({ code: '42501' });
+        expect(lines.some((l) => l.level === 40)).toBe(false);
+      } finally {
+        await life.stop();
+      }
+    });
+
+    it('single-user: runs as the runtime role through SET ROLE and warns that the login owns its tables', async () => {
+      const { settings, logger, lines } = await setup('single');
+      const life = new Lifecycle(logger);
+      try {
+        const booted = await bootService(settings, logger, life, { migrations: [MQ_MIGRATIONS], pool: { max: 1 }, build: bare });
+        const [who] = await booted.sql`select current_user as role`;
+        expect(who!.role).toBe('craig_cases_app');
+        const warning = lines.find((l) => l.level === 40);
+        expect(warning).toMatchObject({ runtimeRole: 'craig_cases_app', superuser: true });
+        expect(String(warning!.msg)).toContain('through SET ROLE, which a compromised process could undo');
+      } finally {
+        await life.stop();
+      }
+    });
   });
 });

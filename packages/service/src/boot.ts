@@ -8,13 +8,14 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { Lifecycle } from './lifecycle.ts';
 import { createLogger } from './logger.ts';
+import { checkRuntimeIdentity, prepareServiceDatabase } from './runtime-database.ts';
 import type { ServiceCoreDeps } from './service-core.ts';
 
 /** What `build` gets: everything the boot helper opened for the service. */
 export interface BootContext<S extends BaseSettings = BaseSettings> {
   readonly settings: S;
   readonly logger: Logger;
-  /** The service's pool (as `pool.role` when given). */
+  /** The service's pool, running as its runtime role (RUNTIME_ROLE). */
   readonly sql: Sql;
   readonly transport: Transport;
   readonly registry: Registry;
@@ -63,8 +64,8 @@ export interface ServiceParts {
 export interface BootOptions<S extends BaseSettings = BaseSettings> {
   /** The service's migration sets in order, or a function of its settings. */
   readonly migrations: readonly MigrationSet[] | ((settings: S) => readonly MigrationSet[]);
-  /** Pool size (default 6) and the role every runtime connection runs as (default the login). */
-  readonly pool?: { readonly max?: number; readonly role?: string };
+  /** Pool size (default 6). Every runtime connection runs as RUNTIME_ROLE (docs/adr/063-runtime-roles.md). */
+  readonly pool?: { readonly max?: number };
   build(context: BootContext<S>): ServiceParts | Promise<ServiceParts>;
 }
 
@@ -121,12 +122,14 @@ export function subscriptionTask(name: string, open: () => Promise<{ close(): Pr
 export async function bootService<S extends BaseSettings>(settings: S, logger: Logger, life: Lifecycle, options: BootOptions<S>): Promise<BootedService<S>> {
   const service = settings.service;
   const sets = typeof options.migrations === 'function' ? options.migrations(settings) : options.migrations;
-  // An installer guard in a set refuses before any file of any set is applied.
-  await migrate(settings.databaseUrl, sets, { service, logger });
+  // As the migration login: the schema (an installer guard in a set refuses before any file of
+  // any set is applied), then the runtime role and exactly its grants.
+  const { poolRole } = await prepareServiceDatabase(settings, sets, { service, logger });
   if (settings.transport.kind === 'postgres') await migrate(settings.transport.busDatabaseUrl, [BUS_MIGRATIONS], { service, logger });
 
-  const sql = createClient(settings.databaseUrl, { service, max: options.pool?.max ?? 6, ...(options.pool?.role === undefined ? {} : { role: options.pool.role }) });
+  const sql = createClient(settings.databaseUrl, { service, max: options.pool?.max ?? 6, ...(poolRole === undefined ? {} : { role: poolRole }) });
   life.add('database pool', () => sql.end({ timeout: 5 }));
+  await checkRuntimeIdentity(sql, settings, logger);
   const transport = await createTransport(settings.transport, { service, logger });
   life.add('transport', () => transport.close());
 

@@ -1,11 +1,16 @@
 // The local view of cases that placements and safety keep from `case.*` events. Shared here so
 // neither service depends on another service and the lines are not duplicated.
 import { fileURLToPath } from 'node:url';
-import type { MigrationSet, Sql, TransactionSql } from '@craig/db';
+import { defineRuntimeGrants, type MigrationSet, type Sql, type TransactionSql } from '@craig/db';
 import { InvalidEventError, type EventEnvelope } from '@craig/mq';
 
 /** The `case_refs` table (set `case_refs`): apply it after `mq`, before the service's own set. */
-export const CASE_REFS_MIGRATIONS: MigrationSet = Object.freeze({ name: 'case_refs', directory: fileURLToPath(new URL('../sql/case-refs/', import.meta.url)) });
+export const CASE_REFS_MIGRATIONS: MigrationSet = Object.freeze({
+  name: 'case_refs',
+  directory: fileURLToPath(new URL('../sql/case-refs/', import.meta.url)),
+  // Written by the case-event handler only: an insert, or a status move (never deleted).
+  runtimeGrants: defineRuntimeGrants({ tables: { case_refs: ['select', 'insert'] }, updateColumns: { case_refs: ['status', 'updated_at'] } }),
+});
 
 /** The topic patterns a case-ref consumer subscribes to. */
 export const CASE_EVENT_PATTERNS: readonly string[] = Object.freeze(['case.*']);

@@ -18,6 +18,8 @@ export { createLogger, silentLogger } from './logger.ts';
 export type { DemoContext, ServiceDemo } from './demo.ts';
 /** Aged outbox and inbox rows for a demo's `seedAgedHistory`, and the request its `tick` makes. */
 export { seedAgedOutbox, seedAgedInbox, demoRequest, type AgedOutboxRow, type AgedInboxRow } from './demo-kit.ts';
+/** The two logins of a service database: migrate as the owner and prepare the runtime role (boot and `pnpm xtask migrate`), and check who the runtime pool is. */
+export { prepareServiceDatabase, checkRuntimeIdentity, loginOf, type PreparedDatabase, type PrepareOptions, type RuntimeIdentity } from './runtime-database.ts';
 /** The composition root every `main.ts` repeats: settings, schema, pool, transport, parts started in order, stopped in reverse. */
 export { bootService, runService, loopTask, subscriptionTask, type BackgroundTask, type BootContext, type BootedService, type BootOptions, type ConsumerSpec, type ServiceParts } from './boot.ts';
 /** What every `createService` builds first (the app with the event admin routes, the outbox worker) from the deps every service takes. */

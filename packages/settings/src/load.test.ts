@@ -323,6 +323,47 @@ describe('loadServiceSettings', () => {
     expect(s.service).toBe('audit-lab');
     expect(s.archive?.hotWindowDays).toBe(30);
   });
+
+  describe('the two logins of a database (MIGRATION_DATABASE_URL, RUNTIME_ROLE)', () => {
+    const twoLogins: Env = {
+      ...base,
+      CRAIG_CASES__DATABASE_URL: 'postgres://craig_cases_app:pw@127.0.0.1:5432/cases',
+      CRAIG_CASES__MIGRATION_DATABASE_URL: 'postgres://cases_owner:pw@127.0.0.1:5432/cases',
+    };
+
+    it('defaults RUNTIME_ROLE to craig_<service>_app (inventory keeps craig_inventory_runtime) and the migration URL to none', () => {
+      const s = loadServiceSettings('cases', base);
+      expect(s.runtimeRole).toBe('craig_cases_app');
+      expect(s.migrationDatabaseUrl).toBeUndefined();
+      expect(loadServiceSettings('exchange', { CRAIG_EXCHANGE__DATABASE_URL: 'postgres://x@127.0.0.1/exchange', CRAIG_EXCHANGE__ADMIN_TOKEN: 'a-long-enough-admin-token', CRAIG__BUS_DATABASE_URL: 'postgres://x@127.0.0.1/bus', CRAIG__OBJECT_STORE_BACKEND: 's3', CRAIG__OBJECT_STORE_BUCKET: 'archive' }).runtimeRole).toBe('craig_exchange_app');
+      expect(SERVICE_PROFILES.inventory.defs.find((d) => d.key === 'RUNTIME_ROLE')?.default).toBe('craig_inventory_runtime');
+      expect(defineServiceProfile({ name: 'audit-lab', httpPort: 0 }).defs.find((d) => d.key === 'RUNTIME_ROLE')?.default).toBe('craig_audit_lab_app');
+    });
+
+    it('loads two logins of one database', () => {
+      const s = loadServiceSettings('cases', { ...twoLogins, CRAIG__RUNTIME_ROLE: 'craig_cases_app' });
+      expect(s.migrationDatabaseUrl).toBe('postgres://cases_owner:pw@127.0.0.1:5432/cases');
+      expect(s.runtimeRole).toBe('craig_cases_app');
+    });
+
+    it('refuses a role name that is not a plain identifier, naming the variable and value', () => {
+      const { issues } = problems('cases', { ...base, CRAIG_CASES__RUNTIME_ROLE: 'Cases-App' });
+      expect(issues).toEqual([expect.objectContaining({ path: 'runtimeRole', variable: 'CRAIG_CASES__RUNTIME_ROLE', value: 'Cases-App' })]);
+    });
+
+    it('refuses a migration URL of another database, as the runtime role, or the same login as DATABASE_URL (passwords redacted)', () => {
+      const other = problems('cases', { ...twoLogins, CRAIG_CASES__MIGRATION_DATABASE_URL: 'postgres://cases_owner:pw@127.0.0.1:5432/placements' });
+      expect(other.issues).toEqual([expect.objectContaining({ variable: 'CRAIG_CASES__MIGRATION_DATABASE_URL', value: 'postgres://cases_owner:***@127.0.0.1:5432/placements' })]);
+      expect(other.issues[0]!.message).toContain('must name the database CRAIG_CASES__DATABASE_URL names (127.0.0.1:5432/cases), not 127.0.0.1:5432/placements');
+      const asRuntime = problems('cases', { ...twoLogins, CRAIG_CASES__MIGRATION_DATABASE_URL: 'postgres://craig_cases_app@127.0.0.1:5432/cases' });
+      expect(asRuntime.issues.map((i) => [i.variable, i.message.split(':')[0]])).toEqual([
+        ['CRAIG_CASES__MIGRATION_DATABASE_URL', 'logs in as craig_cases_app, the runtime role (CRAIG_CASES__RUNTIME_ROLE)'],
+        ['CRAIG_CASES__DATABASE_URL', 'logs in as craig_cases_app, the migration login of CRAIG_CASES__MIGRATION_DATABASE_URL'],
+      ]);
+      const sameLogin = problems('cases', { ...twoLogins, CRAIG_CASES__DATABASE_URL: 'postgres://cases_owner:pw@127.0.0.1:5432/cases' });
+      expect(sameLogin.issues).toEqual([expect.objectContaining({ variable: 'CRAIG_CASES__DATABASE_URL', value: 'postgres://cases_owner:***@127.0.0.1:5432/cases' })]);
+    });
+  });
 });
 
 describe('loadSettingsParts', () => {

@@ -174,6 +174,8 @@ function crossFieldIssues(profile: ServiceProfile, values: Map<string, unknown>,
     issues.push(issue(at('BUS_DATABASE_URL'), 'is required when TRANSPORT=postgres (the bus database shared by the fleet)'));
   }
 
+  issues.push(...databaseLoginIssues(values, at));
+
   if (profile.archive && byKey.has('OBJECT_STORE_ACCESS_KEY_ID')) {
     const id = at('OBJECT_STORE_ACCESS_KEY_ID');
     const secret = at('OBJECT_STORE_SECRET_ACCESS_KEY');
@@ -181,6 +183,34 @@ function crossFieldIssues(profile: ServiceProfile, values: Map<string, unknown>,
       const missing = id.raw === undefined ? id : secret;
       issues.push(issue(missing, `must be set together with ${(missing === id ? secret : id).variable}`));
     }
+  }
+  return issues;
+}
+
+/**
+ * The two logins of one database (docs/adr/063-runtime-roles.md): the migration URL names the
+ * same server and database, as a login that is neither the runtime role nor DATABASE_URL's.
+ */
+function databaseLoginIssues(values: Map<string, unknown>, at: (key: string) => Resolved): SettingsIssue[] {
+  const runtime = values.get('DATABASE_URL');
+  const migration = values.get('MIGRATION_DATABASE_URL');
+  const role = values.get('RUNTIME_ROLE');
+  if (typeof runtime !== 'string' || typeof migration !== 'string') return [];
+  const r = new URL(runtime);
+  const m = new URL(migration);
+  const database = (u: URL) => decodeURIComponent(u.pathname.replace(/^\//, ''));
+  const where = (u: URL) => `${u.hostname}:${u.port || '5432'}/${database(u)}`;
+  const d = at('DATABASE_URL');
+  const issues: SettingsIssue[] = [];
+  if (where(r) !== where(m)) {
+    issues.push(issue(at('MIGRATION_DATABASE_URL'), `must name the database ${d.variable} names (${where(r)}), not ${where(m)}: the owner migrates the database the service runs on`));
+  }
+  const login = decodeURIComponent(m.username);
+  if (login !== '' && login === role) {
+    issues.push(issue(at('MIGRATION_DATABASE_URL'), `logs in as ${login}, the runtime role (${at('RUNTIME_ROLE').variable}): the migration login owns the tables, the runtime role must own nothing`));
+  }
+  if (login !== '' && decodeURIComponent(r.username) === login) {
+    issues.push(issue(d, `logs in as ${login}, the migration login of ${at('MIGRATION_DATABASE_URL').variable}: the service would run as the owner of its tables; use the runtime login`));
   }
   return issues;
 }

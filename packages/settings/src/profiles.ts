@@ -1,4 +1,4 @@
-import { archiveDefs, cleanupDefs, commonDefs, exchangeDefs, reconcileSweepDefs, type SettingDef } from './internal/defs.ts';
+import { archiveDefs, cleanupDefs, commonDefs, databaseRoleDefs, exchangeDefs, reconcileSweepDefs, type SettingDef } from './internal/defs.ts';
 
 /** The eight services of the platform. */
 export const SERVICE_NAMES = ['cases', 'placements', 'safety', 'security', 'rules', 'exchange', 'financial', 'inventory'] as const;
@@ -14,6 +14,8 @@ export interface ServiceProfileOptions {
   /** Present when the service archives: its default and minimum hot window. */
   readonly archive?: { readonly defaultHotWindowDays: number; readonly minHotWindowDays: number };
   readonly cleanup?: boolean;
+  /** Default of RUNTIME_ROLE; `craig_<name>_app` (dashes as underscores) unless given. */
+  readonly runtimeRole?: string;
   /**
    * Settings only this service has (a service-local sweep's window, say), after the common,
    * archive and cleanup ones. A key another section already defines is refused.
@@ -34,7 +36,7 @@ export function defineServiceProfile(options: ServiceProfileOptions): ServicePro
   if (!/^[a-z][a-z0-9-]*$/.test(options.name)) {
     throw new TypeError(`service name must be lower-case letters, digits and dashes: ${JSON.stringify(options.name)}`);
   }
-  const defs = [...commonDefs(options.httpPort)];
+  const defs = [...commonDefs(options.httpPort), ...databaseRoleDefs(options.runtimeRole ?? `craig_${options.name.replaceAll('-', '_')}_app`)];
   if (options.archive) defs.push(...archiveDefs(options.archive.defaultHotWindowDays, options.archive.minHotWindowDays));
   if (options.cleanup) defs.push(...cleanupDefs());
   for (const extra of options.extraDefs ?? []) {
@@ -57,6 +59,9 @@ const standardArchive = { defaultHotWindowDays: 90, minHotWindowDays: 1 };
 /**
  * Built-in profiles. Exchange's hot window is at least 365 days (its SSA records, seed 003), and
  * it alone has SEND_JOB_RETENTION_DAYS (its terminal-state sweep of `exchange_send_jobs`).
+ * Inventory's runtime role keeps the name its `cleanup` migrations created and granted to
+ * before runtime roles were per service (`craig_inventory_runtime`): deployed databases hold
+ * that role's grants, and migration files are never edited (docs/adr/063-runtime-roles.md).
  */
 export const SERVICE_PROFILES: Readonly<Record<ServiceName, ServiceProfile>> = Object.freeze({
   cases: defineServiceProfile({ name: 'cases', httpPort: 7101 }),
@@ -66,7 +71,7 @@ export const SERVICE_PROFILES: Readonly<Record<ServiceName, ServiceProfile>> = O
   rules: defineServiceProfile({ name: 'rules', httpPort: 7105, archive: standardArchive }),
   exchange: defineServiceProfile({ name: 'exchange', httpPort: 7106, archive: { defaultHotWindowDays: 365, minHotWindowDays: 365 }, extraDefs: exchangeDefs() }),
   financial: defineServiceProfile({ name: 'financial', httpPort: 7107, extraDefs: reconcileSweepDefs() }),
-  inventory: defineServiceProfile({ name: 'inventory', httpPort: 7108, cleanup: true }),
+  inventory: defineServiceProfile({ name: 'inventory', httpPort: 7108, cleanup: true, runtimeRole: 'craig_inventory_runtime' }),
 });
 
 export function isServiceName(name: string): name is ServiceName {

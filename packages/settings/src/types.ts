@@ -46,7 +46,12 @@ export interface SendJobSettings {
 /** Settings every service has. */
 export interface BaseSettings {
   readonly service: string;
+  /** The service's database as its runtime login. */
   readonly databaseUrl: string;
+  /** The same database as the owner of its tables; undefined: DATABASE_URL's login migrates (single-user development). */
+  readonly migrationDatabaseUrl: string | undefined;
+  /** The role every runtime connection runs as (RUNTIME_ROLE). */
+  readonly runtimeRole: string;
   readonly http: { readonly host: string; readonly port: number };
   readonly adminToken: string;
   readonly logLevel: LogLevel;

@@ -14,7 +14,7 @@ describe('cases main.ts', () => {
     const [db, bus] = await Promise.all([testDatabase({ prefix: 'cases_t', max: 1 }), testDatabase({ max: 1 })]);
     dbs.push(db, bus);
     const port = await freePort();
-    const proc = start(MAIN, serviceEnv('cases', { databaseUrl: db.url, busDatabaseUrl: bus.url, adminToken: ADMIN_TOKEN, port }));
+    const proc = start(MAIN, serviceEnv('cases', { databaseUrl: db.url, busDatabaseUrl: bus.url, adminToken: ADMIN_TOKEN, port, runtimeRole: 'craig_cases_app' }));
     try {
       await waitReady(port, 20_000);
       const res = await fetch(`http://127.0.0.1:${port}/v1/cases`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ subject: 'from main' }) });

@@ -17,7 +17,7 @@ afterAll(async () => {
 });
 
 const baseEnv = (port: number) => ({
-  ...serviceEnv('exchange', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port }),
+  ...serviceEnv('exchange', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port, runtimeRole: 'craig_exchange_app' }),
   ...objectStoreEnv('exchange', server),
 });
 

@@ -9,7 +9,7 @@ import { exchangeMigrationSets } from './migrations.ts';
 import { createService } from './service.ts';
 
 await runService('exchange', process.env, {
-  migrations: exchangeMigrationSets(),
+  migrations: (settings) => exchangeMigrationSets(settings.archive),
   pool: { max: 6 },
   build: async (ctx) => {
     const service = createService({

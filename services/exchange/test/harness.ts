@@ -12,7 +12,7 @@ export function serviceHarness(options: { readonly transport?: TransportKind; re
   const { sendJobs, ...rest } = options;
   return archiveHarness({
     name: 'exchange',
-    migrations: exchangeMigrationSets(),
+    migrations: exchangeMigrationSets({ hotWindowDays: HOT_WINDOW_DAYS }),
     bucket: 'exchange-archive',
     queues: ['exchange.cases'],
     ...rest,

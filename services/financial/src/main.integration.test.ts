@@ -24,7 +24,7 @@ describe('financial main.ts', () => {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const proc = start(MAIN, {
-      ...serviceEnv('financial', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: port }),
+      ...serviceEnv('financial', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: port, runtimeRole: 'craig_financial_app' }),
       CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS: '30',
     });
     let transport: Transport | undefined;
@@ -67,7 +67,7 @@ describe('financial main.ts', () => {
 
   it('refuses to start with a bad RECONCILE_SETTLED_RETENTION_DAYS, naming it', async () => {
     const { code, output } = await runToExit(MAIN, {
-      ...serviceEnv('financial', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: await freePort() }),
+      ...serviceEnv('financial', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: await freePort(), runtimeRole: 'craig_financial_app' }),
       CRAIG_FINANCIAL__RECONCILE_SETTLED_RETENTION_DAYS: '90d',
     });
     expect(code).not.toBe(0);

@@ -12,7 +12,7 @@ afterEach(async () => {
 });
 
 const envFor = (url: string, port: number, allowed: string) => ({
-  ...serviceEnv('inventory', { databaseUrl: url, busDatabaseUrl: url, adminToken: ADMIN_TOKEN, port }),
+  ...serviceEnv('inventory', { databaseUrl: url, busDatabaseUrl: url, adminToken: ADMIN_TOKEN, port, runtimeRole: 'craig_inventory_runtime' }),
   CRAIG_INVENTORY__CLEANUP_ALLOWED_DATABASES: allowed,
 });
 

@@ -1,5 +1,5 @@
 import { cleanupMigrations, guardedMigrationSet, type CleanupInstallOptions } from '@craig/cleanup';
-import type { MigrationSet } from '@craig/db';
+import { defineRuntimeGrants, type MigrationSet } from '@craig/db';
 import { MQ_MIGRATIONS } from '@craig/mq';
 
 /** Where the service's own set (`inventory`) lives. */
@@ -13,5 +13,12 @@ export const INVENTORY_MIGRATIONS_DIRECTORY = new URL('../sql/', import.meta.url
  * `CLEANUP_ALLOWED_DATABASES`.
  */
 export function inventoryMigrationSets(options: CleanupInstallOptions): MigrationSet[] {
-  return [MQ_MIGRATIONS, cleanupMigrations(options), guardedMigrationSet({ name: 'inventory', directory: INVENTORY_MIGRATIONS_DIRECTORY }, options)];
+  return [MQ_MIGRATIONS, cleanupMigrations(options), guardedMigrationSet({ name: 'inventory', directory: INVENTORY_MIGRATIONS_DIRECTORY, runtimeGrants: INVENTORY_RUNTIME_GRANTS }, options)];
 }
+
+/**
+ * Classification history is appended to and read; its rows go only with their item, by the
+ * cascade of a cleanup step (which runs as the owner). The `inventory` set's 000002 grants to
+ * `craig_inventory_runtime` predate per-set grants: applying these revokes the rest.
+ */
+export const INVENTORY_RUNTIME_GRANTS = defineRuntimeGrants({ tables: { item_classifications: ['select', 'insert'] } });

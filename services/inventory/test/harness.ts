@@ -17,7 +17,7 @@ export async function serviceHarness(): Promise<ServiceHarness> {
   const h = await harness({
     name: 'inventory',
     // No template: the allow-listed install refuses a template's name, which is the point.
-    migrate: (db) => migrate(db.url, inventoryMigrationSets({ allowedDatabases: ALLOWED }), { service: 'test' }).then(() => undefined),
+    migrate: (db, runtime) => migrate(db.url, inventoryMigrationSets({ allowedDatabases: ALLOWED }), { service: 'test', runtime }).then(() => undefined),
     role: RUNTIME_ROLE,
     build: ({ deps }) => createService({ ...deps, cleanup: { collectDeadlineMinutes: 60, jobRetentionDays: 14 }, runner: { idleMs: 20 } }),
     beforeClose: (service) => service.runner.stop(),

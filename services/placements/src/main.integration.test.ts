@@ -21,7 +21,7 @@ describe('placements main.ts', () => {
     const seen: EventEnvelope[] = [];
     const listener = await transport.subscribe({ consumer: 'main-test.listener', patterns: ['placement.*'], maxRetries: 0 }, async (d) => void seen.push(decodeEnvelope(d.body)));
     const port = await freePort();
-    const proc = start(MAIN, serviceEnv('placements', { databaseUrl: db.url, busDatabaseUrl: bus.url, adminToken: ADMIN_TOKEN, port }));
+    const proc = start(MAIN, serviceEnv('placements', { databaseUrl: db.url, busDatabaseUrl: bus.url, adminToken: ADMIN_TOKEN, port, runtimeRole: 'craig_placements_app' }));
     try {
       await waitReady(port, 20_000);
       // The consumer is subscribed once the service is ready, so this case.opened reaches it.

@@ -19,7 +19,7 @@ describe.each(['postgres', 'rabbitmq'] as const)('placements killed while its ha
   it(`is handed the message ${MAX_DELIVERIES} times, then the message is dead-lettered, audited by security with its delivery count, and placements keeps consuming`, async () => {
     const security: ArchiveHarness<SecurityService> = await archiveHarness({
       name: 'security',
-      migrations: securityMigrationSets(),
+      migrations: securityMigrationSets({ hotWindowDays: 90 }),
       bucket: 'security-archive',
       transport: kind,
       queues: ['security.audit', CASES_CONSUMER],

@@ -38,7 +38,7 @@ describe('rules main.ts', () => {
   it('migrates, serves, evaluates events from the bus, archives on demand, and stops in reverse order on SIGTERM', async () => {
     const port = await freePort();
     const proc = start(MAIN, {
-      ...serviceEnv('rules', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: port }),
+      ...serviceEnv('rules', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: port, runtimeRole: 'craig_rules_app' }),
       ...objectStoreEnv('rules', server),
     });
     try {
@@ -79,7 +79,7 @@ describe('rules main.ts', () => {
 
   it('refuses to start with an invalid object store setting, naming it', async () => {
     const { code, output } = await runToExit(MAIN, {
-      ...serviceEnv('rules', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: await freePort() }),
+      ...serviceEnv('rules', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: await freePort(), runtimeRole: 'craig_rules_app' }),
       CRAIG_RULES__OBJECT_STORE_BACKEND: 'local',
       CRAIG_RULES__OBJECT_STORE_BUCKET: server.bucket,
     });

@@ -8,7 +8,7 @@ import { rulesMigrationSets } from './migrations.ts';
 import { createService } from './service.ts';
 
 await runService('rules', process.env, {
-  migrations: rulesMigrationSets(),
+  migrations: (settings) => rulesMigrationSets(settings.archive),
   pool: { max: 6 },
   build: async (ctx) => {
     const service = createService({ ...ctx.coreDeps, ...inboxDeps(ctx.settings), archive: openArchiveDeps(ctx.settings.archive, ctx) });

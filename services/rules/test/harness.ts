@@ -10,7 +10,7 @@ export type ServiceHarness = ArchiveHarness<RulesService>;
 export function serviceHarness(options: { readonly transport?: TransportKind; readonly prefix?: string } = {}): Promise<ServiceHarness> {
   return archiveHarness({
     name: 'rules',
-    migrations: rulesMigrationSets(),
+    migrations: rulesMigrationSets({ hotWindowDays: HOT_WINDOW_DAYS }),
     bucket: 'rules-archive',
     queues: ['rules.evaluate', 'listener.evaluated'],
     ...options,

@@ -20,7 +20,7 @@ describe('security main.ts', () => {
   it('migrates, serves, audits events, archives on demand, and stops in reverse order on SIGTERM', async () => {
     const port = await freePort();
     const proc = start(MAIN, {
-      ...serviceEnv('security', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: port }),
+      ...serviceEnv('security', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: port, runtimeRole: 'craig_security_app' }),
       ...objectStoreEnv('security', server),
     });
     try {
@@ -51,7 +51,7 @@ describe('security main.ts', () => {
 
   it('refuses to start with an invalid object store setting, naming it', async () => {
     const { code, output } = await runToExit(MAIN, {
-      ...serviceEnv('security', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: await freePort() }),
+      ...serviceEnv('security', { databaseUrl: db.url, busDatabaseUrl: db.url, adminToken: TOKEN, port: await freePort(), runtimeRole: 'craig_security_app' }),
       CRAIG_SECURITY__OBJECT_STORE_BACKEND: 'local',
       CRAIG_SECURITY__OBJECT_STORE_BUCKET: server.bucket,
     });

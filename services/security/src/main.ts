@@ -8,7 +8,7 @@ import { securityMigrationSets } from './migrations.ts';
 import { createService } from './service.ts';
 
 await runService('security', process.env, {
-  migrations: securityMigrationSets(),
+  migrations: (settings) => securityMigrationSets(settings.archive),
   pool: { max: 6 },
   build: async (ctx) => {
     const service = createService({ ...ctx.coreDeps, ...inboxDeps(ctx.settings), archive: openArchiveDeps(ctx.settings.archive, ctx) });

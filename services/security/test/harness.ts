@@ -10,7 +10,7 @@ export type ServiceHarness = ArchiveHarness<SecurityService>;
 export function serviceHarness(options: { readonly transport?: TransportKind; readonly prefix?: string } = {}): Promise<ServiceHarness> {
   return archiveHarness({
     name: 'security',
-    migrations: securityMigrationSets(),
+    migrations: securityMigrationSets({ hotWindowDays: HOT_WINDOW_DAYS }),
     bucket: 'security-archive',
     queues: ['security.audit', 'cases.flaky', 'cases.dying'],
     ...options,

@@ -12,7 +12,7 @@ import { SAFETY_EVENTS, SAFETY_MIGRATION_SETS } from '@craig/svc-safety';
 import { SECURITY_ARCHIVE_SPECS, SECURITY_EVENTS, securityMigrationSets } from '@craig/svc-security';
 
 /** The settings parts the operator commands use: the database, the windows, the archive's hot window, cleanup and local sweeps. */
-const TOOL_PARTS = ['databaseUrl', 'retention', 'archive', 'cleanup', 'reconcile', 'sendJobs'] as const;
+const TOOL_PARTS = ['databaseUrl', 'migrationDatabaseUrl', 'runtimeRole', 'retention', 'archive', 'cleanup', 'reconcile', 'sendJobs'] as const;
 
 /**
  * What `migrate`, `prune`, `invariants` and the archive commands read of a service's settings:
@@ -153,12 +153,18 @@ export function builtInMigrationSets(service: string, settings: ToolSettings): M
   // safety: mq, `case_refs` (from @craig/service), then its own `safety`.
   if (service === 'safety') return [...SAFETY_MIGRATION_SETS];
   // security: mq, `retention` (the archive ledger), then its own `security`.
-  if (service === 'security') return securityMigrationSets();
+  if (service === 'security') return securityMigrationSets(archiveOf(settings));
   // financial: mq, then its own `financial` (the reconcile queue and subsidy imports).
   if (service === 'financial') return financialMigrationSets();
   // exchange: mq, `retention` (the archive ledger), then its own `exchange`.
-  if (service === 'exchange') return exchangeMigrationSets();
+  if (service === 'exchange') return exchangeMigrationSets(archiveOf(settings));
   // rules: mq, `retention` (the archive ledger), then its own `rules`.
-  if (service === 'rules') return rulesMigrationSets();
+  if (service === 'rules') return rulesMigrationSets(archiveOf(settings));
   return [MQ_MIGRATIONS];
+}
+
+/** An archiving service's archive settings (its profile makes them required). */
+function archiveOf(settings: { readonly service: string; readonly archive?: { readonly hotWindowDays: number } | undefined }): { readonly hotWindowDays: number } {
+  if (!settings.archive) throw new TypeError(`service ${settings.service} archives but its settings have no archive section`);
+  return settings.archive;
 }

@@ -4,6 +4,7 @@ import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Sql } from 'postgres';
 import { MigrationError } from '../errors.ts';
+import type { RuntimeGrants } from '../runtime-grants.ts';
 
 /** A named, ordered directory of forward-only migrations (`NNNNNN_name.sql`). */
 export interface MigrationSet {
@@ -16,6 +17,23 @@ export interface MigrationSet {
    * is. An installer guard: a set that may only be installed into certain databases.
    */
   readonly preflight?: (context: MigrationPreflightContext) => Promise<void>;
+  /**
+   * What the service's runtime role may do with this set's objects. Applied (everything else
+   * revoked) after every run given `runtime: { role }`; see `applyRuntimeGrants`.
+   */
+  readonly runtimeGrants?: RuntimeGrants;
+  /**
+   * Owner-side work after the files of every set, on every run (also when nothing is pending),
+   * under the migrator lock, in its own transaction: what the owner keeps current from the
+   * service's settings (the archive engine's registry of prunable tables).
+   */
+  readonly afterMigrate?: MigrationHook;
+}
+
+/** Owner-side work after the migrations; `id` names what it writes, so a test template built with other settings is another template. */
+export interface MigrationHook {
+  readonly id: string;
+  run(context: MigrationPreflightContext): Promise<void>;
 }
 
 /** What a set's preflight sees: the migrator's connection and the database it is on. */

@@ -152,34 +152,29 @@ export interface LedgerEntry {
   readonly maxTs: string;
 }
 
-export async function insertLedger(tx: TransactionSql, entry: LedgerEntry): Promise<void> {
-  await tx`
-    insert into archive_ledger (archive_id, table_name, object_key, sha256, bytes, row_count, min_key, max_key, min_ts, max_ts)
-    values (${entry.archiveId}, ${entry.table}, ${entry.key}, ${entry.sha256}, ${entry.bytes}, ${entry.rowCount},
-            ${entry.minKey}, ${entry.maxKey}, ${entry.minTs}::timestamptz, ${entry.maxTs}::timestamptz)`;
-}
-
 /**
- * Delete exactly the archived row versions, and only while the whole eligibility predicate
- * (fixpoint, hot window, guards) still holds. Rows are reached by the `ctid`s the select saw (a
- * TID scan: no index descent per row), and the database counts how many of the deleted rows
- * carry exactly a (key, `xmin`) pair the select archived. A row updated since (new version, new
- * `xmin`, even if the executor followed the update chain), moved off its fixpoint, given a
- * dependent, or a slot reused by another row, does not count; the caller's count check then
- * rolls the whole batch back.
+ * Record the batch in the ledger and delete exactly the archived row versions, in the caller's
+ * transaction, through the owner's gate `archive_prune_batch` (sql/000002_prune_gate.sql): the
+ * runtime role holds no DELETE on the table. Rows are reached by the `ctid`s the select saw (a
+ * TID scan: no index descent per row), only while the registered eligibility predicate
+ * (fixpoint, hot window, guards) still holds, and the database counts how many of the deleted
+ * rows carry exactly a (key, `xmin`) pair the select archived. A row updated since (new
+ * version, new `xmin`, even if the executor followed the update chain), moved off its fixpoint,
+ * given a dependent, or a slot reused by another row, does not count; the caller's count check
+ * then rolls the whole batch back, ledger row included.
  */
-export async function deleteArchived(tx: TransactionSql, plan: TablePlan, hotWindowDays: number, batch: SelectedBatch): Promise<{ readonly deleted: number; readonly exact: number }> {
-  const { spec } = plan;
-  const sql = tx as unknown as Sql;
-  const [row] = await tx<{ deleted: number; exact: number }[]>`
-    with d as (
-      delete from ${tx(spec.table)} as ${tx(ALIAS)}
-      where ${tx(`${ALIAS}.ctid`)} = any(${batch.ctids}::tid[])
-        and ${eligibleSql(sql, spec, hotWindowDays)}
-      returning ${tx(`${ALIAS}.${spec.keyColumn}`)}::text as k, ${tx(`${ALIAS}.xmin`)}::text as x
-    )
-    select count(*)::int as deleted,
-           count(*) filter (where (d.k, d.x) in (select * from unnest(${batch.keys}::text[], ${batch.xmins}::text[])))::int as exact
-    from d`;
-  return { deleted: row!.deleted, exact: row!.exact };
+export async function pruneArchived(tx: TransactionSql, entry: LedgerEntry, hotWindowDays: number, batch: SelectedBatch): Promise<{ readonly deleted: number; readonly exact: number }> {
+  try {
+    const [row] = await tx<{ deleted: number; exact: number }[]>`
+      select deleted, exact from archive_prune_batch(
+        ${entry.archiveId}::uuid, ${entry.table}, ${entry.key}, ${entry.sha256}, ${entry.bytes}::bigint, ${entry.rowCount}::int,
+        ${entry.minKey}, ${entry.maxKey}, ${entry.minTs}::timestamptz, ${entry.maxTs}::timestamptz,
+        ${batch.ctids}::tid[], ${batch.keys}::text[], ${batch.xmins}::text[], ${hotWindowDays}::int)`;
+    return { deleted: row!.deleted, exact: row!.exact };
+  } catch (error) {
+    // The gate's own refusal of a batch that no longer matches: counted like the caller's check.
+    if ((error as { code?: string }).code !== 'CRR01') throw error;
+    const detail = JSON.parse((error as { detail?: string }).detail ?? '{}') as { deleted?: number; exact?: number };
+    return { deleted: detail.deleted ?? 0, exact: detail.exact ?? 0 };
+  }
 }

@@ -1,5 +1,6 @@
 import type { Sql } from 'postgres';
 import { ArchiveSpecError } from '../errors.ts';
+import { checkRegistration } from '../prune-gate.ts';
 import type { ArchiveSpec } from '../spec.ts';
 
 /** Key column types the engine handles (their text form is exact and their order is total). */
@@ -22,10 +23,11 @@ interface ColumnRow {
 
 /**
  * Check a spec against the database: the table and every named column exist, the key is
- * unique and of a supported type, the timestamp is `timestamptz`, and every foreign key that
- * references the table has a guard (else the delete would meet dependents it does not expect).
+ * unique and of a supported type, the timestamp is `timestamptz`, every foreign key that
+ * references the table has a guard (else the delete would meet dependents it does not expect),
+ * and the prune gate's registration says what the spec says under this hot window.
  */
-export async function planTable(sql: Sql, spec: ArchiveSpec): Promise<TablePlan> {
+export async function planTable(sql: Sql, spec: ArchiveSpec, hotWindowDays: number): Promise<TablePlan> {
   const fail = (field: string, value: unknown, problem: string): never => {
     throw new ArchiveSpecError(spec.table, field, value, problem);
   };
@@ -89,5 +91,6 @@ export async function planTable(sql: Sql, spec: ArchiveSpec): Promise<TablePlan>
     }
   }
 
+  await checkRegistration(sql, spec, hotWindowDays);
   return { spec, columns: columns.map((c) => c.name) };
 }

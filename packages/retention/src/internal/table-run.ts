@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { archiveKey } from '../archive-key.ts';
 import type { ArchiveEngineOptions, TableOutcome, TableReport } from '../engine.ts';
 import { BatchCountMismatchError, RetentionError } from '../errors.ts';
-import { deleteArchived, insertLedger, selectBatch, type LedgerEntry, type SelectedBatch } from './batch-sql.ts';
+import { pruneArchived, selectBatch, type LedgerEntry, type SelectedBatch } from './batch-sql.ts';
 import type { TablePlan } from './catalog.ts';
 import type { ArchiveMetrics, BatchOutcome } from './metrics.ts';
 
@@ -170,7 +170,7 @@ function store(ctx: EngineContext, table: string, batch: SelectedBatch, signal: 
   return { batch, archiveId, key, started, stored };
 }
 
-/** The ledger row and the exact delete in one transaction; returns a failure or nothing. */
+/** The ledger row and the exact delete (one gate call) and the hook, in one transaction; returns a failure or nothing. */
 async function commit(ctx: EngineContext, sql: Sql, plan: TablePlan, hot: number, flight: InFlight, stored: BlobCreateResult): Promise<Failure | undefined> {
   const { batch, archiveId, key, started } = flight;
   const table = plan.spec.table;
@@ -190,8 +190,7 @@ async function commit(ctx: EngineContext, sql: Sql, plan: TablePlan, hot: number
   try {
     await ctx.options.afterStore?.({ table, archiveId, key });
     await sql.begin(async (tx) => {
-      await insertLedger(tx, entry);
-      const { deleted, exact } = await deleteArchived(tx, plan, hot, batch);
+      const { deleted, exact } = await pruneArchived(tx, entry, hot, batch);
       if (deleted !== batch.count || exact !== batch.count) throw new BatchCountMismatchError({ table, archiveId, key, archived: batch.count, deleted: exact });
       await ctx.options.onBatchArchived?.(tx, entry);
     });

@@ -22,7 +22,7 @@ const def = (d: SettingDef): SettingDef => d;
 
 export function commonDefs(httpPort: number): SettingDef[] {
   return [
-    def({ key: 'DATABASE_URL', path: 'databaseUrl', schema: v.postgresUrl, description: "URL of the service's own PostgreSQL database." }),
+    def({ key: 'DATABASE_URL', path: 'databaseUrl', schema: v.postgresUrl, description: "URL of the service's own PostgreSQL database, as its runtime login (RUNTIME_ROLE)." }),
     def({ key: 'HTTP_HOST', path: 'http.host', schema: v.nonEmpty, default: '127.0.0.1', description: 'Interface the HTTP API binds to.' }),
     def({ key: 'HTTP_PORT', path: 'http.port', schema: v.port, default: String(httpPort), description: 'Port of the HTTP API (`/healthz`, `/readyz`, `/metrics`, `/v1/...`); 0 picks a free port.' }),
     def({ key: 'ADMIN_TOKEN', path: 'adminToken', schema: v.adminToken, secret: true, description: 'Bearer token for `/v1/admin/*` and the other admin routes (at least 32 characters; `openssl rand -base64 32`).' }),
@@ -102,5 +102,30 @@ export function reconcileSweepDefs(): SettingDef[] {
 export function exchangeDefs(): SettingDef[] {
   return [
     def({ key: 'SEND_JOB_RETENTION_DAYS', path: 'sendJobs.retentionDays', schema: v.retentionDays, default: '30', description: 'Days a finished (`sent`, `failed`, `cancelled`) `exchange_send_jobs` row is kept after `finished_at`; queued and sending jobs are never swept. 0 disables the sweep.' }),
+  ];
+}
+
+/**
+ * The two logins of a service's database (docs/adr/063-runtime-roles.md): the owner migrates and
+ * grants; everything at runtime runs as the runtime role, which owns nothing.
+ */
+export function databaseRoleDefs(runtimeRole: string): SettingDef[] {
+  return [
+    def({
+      key: 'MIGRATION_DATABASE_URL',
+      path: 'migrationDatabaseUrl',
+      schema: v.postgresUrl,
+      optional: true,
+      description:
+        "The same database as DATABASE_URL, as the login that owns its tables: migrations, the runtime role and its grants are applied with it (at boot and by `pnpm xtask migrate`). Unset: DATABASE_URL's login migrates, a single-user development setup (warned at boot when that login owns the tables).",
+    }),
+    def({
+      key: 'RUNTIME_ROLE',
+      path: 'runtimeRole',
+      schema: v.roleName,
+      default: runtimeRole,
+      description:
+        "The role every runtime connection runs as (DATABASE_URL's login, else `SET ROLE` to it at connection start): created or corrected by the migration login, owning nothing, granted exactly what the service's code paths need (docs/security.md).",
+    }),
   ];
 }

@@ -82,3 +82,6 @@ export const databaseAllowList = z
       .array(z.string().regex(/^[a-z_][a-z0-9_]*\*?$/, { error: 'each entry must be a database name, optionally ending in *' }))
       .min(1, { error: 'must list at least one database name' }),
   );
+
+/** A PostgreSQL role name the platform creates and grants to: a plain lower-case identifier. */
+export const roleName = z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, { error: 'must be a lower-case PostgreSQL identifier: a letter or "_", then letters, digits or "_" (at most 63)' });

@@ -70,7 +70,8 @@ async function runOurs(fixture: Fixture, o: { pauseMs: number; activeMs: number;
 /** One unbounded DELETE on the copy, the writer running before, during and after it. */
 async function runCeiling(fixture: Fixture, url: string, idleMs: number) {
   const writerSql = createClient(url, { service: 'bench-writer', max: 1, role: RUNTIME_ROLE });
-  const deleter = createClient(url, { service: 'bench-delete', max: 1, role: RUNTIME_ROLE, statementTimeoutMs: 0 });
+  // The owner: the runtime role may delete items only through cleanup_step (ADR-063).
+  const deleter = createClient(url, { service: 'bench-delete', max: 1, statementTimeoutMs: 0 });
   try {
     const probe = syncWriter(writerSql, fixture);
     probe.start();

@@ -41,8 +41,8 @@ describe('the exchange service in xtask', () => {
   it('is registered with its own migration sets and its archive specs in FK deletion order', () => {
     const entry = serviceEntry('exchange')!;
     expect(entry.archive?.specs.map((s) => s.table)).toEqual(['ssa_transport_handoffs', 'ssa_screening_members', 'ssa_screening_runs']);
-    expect(migrationSetsOf(entry, loadServiceSettings(entry.profile, envFor())).map((s) => s.name)).toEqual(exchangeMigrationSets().map((s) => s.name));
-    expect(exchangeMigrationSets().map((s) => s.name)).toEqual(['mq', 'retention', 'exchange']);
+    expect(migrationSetsOf(entry, loadServiceSettings(entry.profile, envFor())).map((s) => s.name)).toEqual(exchangeMigrationSets({ hotWindowDays: 365 }).map((s) => s.name));
+    expect(exchangeMigrationSets({ hotWindowDays: 365 }).map((s) => s.name)).toEqual(['mq', 'retention', 'exchange']);
   });
 
   it('pnpm xtask archive exchange archives the aged SSA chains; archive-fetch returns each row once, equal to the original', async () => {

@@ -50,8 +50,8 @@ describe('the rules service in xtask', () => {
   it('is registered with its own migration sets and its archive spec', () => {
     const entry = serviceEntry('rules')!;
     expect(entry.archive?.specs.map((s) => s.table)).toEqual(['rule_evaluations']);
-    expect(migrationSetsOf(entry, loadServiceSettings(entry.profile, envFor())).map((s) => s.name)).toEqual(rulesMigrationSets().map((s) => s.name));
-    expect(rulesMigrationSets().map((s) => s.name)).toEqual(['mq', 'retention', 'rules']);
+    expect(migrationSetsOf(entry, loadServiceSettings(entry.profile, envFor())).map((s) => s.name)).toEqual(rulesMigrationSets({ hotWindowDays: 90 }).map((s) => s.name));
+    expect(rulesMigrationSets({ hotWindowDays: 90 }).map((s) => s.name)).toEqual(['mq', 'retention', 'rules']);
   });
 
   it('pnpm xtask archive rules archives the aged evaluations of its database; archive-fetch returns each once, equal to the original; snapshots and previews stay', async () => {

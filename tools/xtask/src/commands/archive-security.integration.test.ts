@@ -50,7 +50,7 @@ describe('the security service in xtask', () => {
   it('is registered with its own migration sets and its archive specs', () => {
     const entry = serviceEntry('security')!;
     expect(entry.archive?.specs.map((s) => s.table)).toEqual(['audit_log', 'dead_letter_audit']);
-    expect(migrationSetsOf(entry, loadServiceSettings(entry.profile, envFor())).map((s) => s.name)).toEqual(securityMigrationSets().map((s) => s.name));
+    expect(migrationSetsOf(entry, loadServiceSettings(entry.profile, envFor())).map((s) => s.name)).toEqual(securityMigrationSets({ hotWindowDays: 90 }).map((s) => s.name));
   });
 
   it('pnpm xtask archive security archives the aged rows of its database; archive-fetch returns each once, equal to the original', async () => {

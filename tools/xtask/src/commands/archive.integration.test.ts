@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LOCK_KEYS, migrationTemplate, withDedicatedSession, type MigrationSet } from '@craig/db';
-import { createArchiveEngine, defineArchiveSpec, fixpoints, RETENTION_MIGRATIONS } from '@craig/retention';
+import { archiveRegistration, createArchiveEngine, defineArchiveSpec, fixpoints, RETENTION_MIGRATIONS } from '@craig/retention';
 import { defineServiceProfile, loadSettingsParts } from '@craig/settings';
 import { createObjectStore } from '@craig/store';
 import { s3, testDatabase, type S3TestServer, type TestDatabase } from '@craig/testkit';
@@ -32,7 +32,8 @@ beforeAll(async () => {
     `create table lab_audit (id bigserial primary key, at timestamptz not null, actor text not null, detail jsonb);
      create table lab_jobs (id bigserial primary key, at timestamptz not null, status text not null);`,
   );
-  labSet = { name: 'arch-lab', directory: dir };
+  // As an archiving service's own set: its after-migrate step registers the specs with the prune gate.
+  labSet = { name: 'arch-lab', directory: dir, afterMigrate: archiveRegistration(specs, 30) };
   [db, server] = await Promise.all([testDatabase({ template: migrationTemplate([RETENTION_MIGRATIONS, labSet]), prefix: 'xtask_arch', max: 2 }), s3({ conditional: true, bucket: 'xtask-archive' })]);
   registerService({ profile, migrationSets: [RETENTION_MIGRATIONS, labSet], archive: { specs } });
 });

@@ -5,7 +5,7 @@
 // services archived theirs, and the demo traffic's syncs ended in completed cleanup jobs.
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -97,6 +97,15 @@ describe('xtask devstack', () => {
       const swept = new RegExp(`${service}: pruned ([\\d,]+) rows`).exec(out);
       expect(swept, `${service}\n${out}`).not.toBeNull();
       expect(Number(swept![1]!.replaceAll(',', '')), service).toBeGreaterThan(0);
+    }
+    // Each ran as its runtime role, logged in with a password on the embedded cluster's scram
+    // authentication, granted by the server's login, and was not warned of a privileged login.
+    for (const service of ['cases', 'placements', 'safety', 'security', 'rules', 'exchange', 'financial', 'inventory']) {
+      const log = await readFile(join(stateDir, 'logs', `${service}.log`), 'utf8');
+      const role = service === 'inventory' ? 'craig_inventory_runtime' : `craig_${service}_app`;
+      expect(log, service).toContain(`"role":"${role}"`);
+      expect(log, service).toContain('"msg":"runtime role granted"');
+      expect(log, service).not.toContain('through SET ROLE');
     }
     // The archiving services archived their aged audit rows: their first timed cycle runs 20–40 s
     // after they start (ARCHIVE_FIRST_CYCLE_DELAY_SECONDS=20), after the seeding; nothing asks for one.

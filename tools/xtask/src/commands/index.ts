@@ -10,6 +10,7 @@ import { invariantsCommand } from './invariants.ts';
 import { migrateCommand } from './migrate.ts';
 import { pruneCommand } from './prune.ts';
 import { schemaCommand } from './schema.ts';
+import { securityCommand } from './security.ts';
 
 /** Every command, in `--help` order. */
-export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, pruneCommand, invariantsCommand, fleetCommand, archiveCommand, archiveFetchCommand, docsCommand, schemaCommand, benchCommand, faultsCommand];
+export const COMMANDS: readonly Command[] = [devstackCommand, migrateCommand, pruneCommand, invariantsCommand, fleetCommand, archiveCommand, archiveFetchCommand, docsCommand, schemaCommand, securityCommand, benchCommand, faultsCommand];

@@ -1,7 +1,9 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { defineRuntimeGrants } from '@craig/db';
 import { defineServiceProfile } from '@craig/settings';
+import postgres from 'postgres';
 import { testDatabase, type TestDatabase } from '@craig/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runXtask } from '../run.ts';
@@ -15,11 +17,17 @@ describe('pnpm xtask migrate <service>', () => {
     db = await testDatabase();
     dir = await mkdtemp(join(tmpdir(), 'craig-xtask-mig-'));
     await writeFile(join(dir, '000001_widgets.sql'), 'create table widgets (id int primary key);');
-    registerService({ profile: defineServiceProfile({ name: 'lab', httpPort: 0 }), migrationSets: [{ name: 'lab', directory: dir }] });
+    registerService({
+      profile: defineServiceProfile({ name: 'lab', httpPort: 0 }),
+      migrationSets: [{ name: 'lab', directory: dir, runtimeGrants: defineRuntimeGrants({ tables: { widgets: ['select', 'insert'] } }) }],
+    });
   });
   afterAll(async () => {
     unregisterService('lab');
     await db.drop();
+    // The role's grants went with the database; the cluster-wide role goes too.
+    const admin = postgres(Object.assign(new URL(db.url), { pathname: '/postgres' }).toString(), { max: 1, onnotice: () => {} });
+    await admin`drop role if exists craig_lab_app`.finally(() => admin.end({ timeout: 1 }));
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -34,6 +42,28 @@ describe('pnpm xtask migrate <service>', () => {
     const again = capture();
     expect(await runXtask(['migrate', 'lab'], { env: env(), stdout: again })).toBe(0);
     expect(again.text()).toContain('0 applied, 1 already applied');
+  });
+
+  it('creates and grants the runtime login role, revokes what it should not hold, and is re-runnable', async () => {
+    const runtimeUrl = Object.assign(new URL(db.url), { username: 'craig_lab_app', password: 'a-runtime-password' }).toString();
+    const twoLogins = { ...env(), CRAIG_LAB__DATABASE_URL: runtimeUrl, CRAIG_LAB__MIGRATION_DATABASE_URL: db.url };
+    const stdout = capture();
+    expect(await runXtask(['migrate', 'lab'], { env: twoLogins, stdout })).toBe(0);
+    expect(stdout.text()).toMatch(/lab: runtime role craig_lab_app \((created|exists)[^)]*password set\): 1 tables/);
+    await db.sql`grant delete, truncate on widgets to craig_lab_app`;
+    expect(await runXtask(['migrate', 'lab'], { env: twoLogins, stdout: capture() })).toBe(0);
+    const [privileges] = await db.sql`
+      select has_table_privilege('craig_lab_app', 'widgets', 'SELECT') as can_select, has_table_privilege('craig_lab_app', 'widgets', 'INSERT') as can_insert,
+             has_table_privilege('craig_lab_app', 'widgets', 'DELETE') as can_delete, has_table_privilege('craig_lab_app', 'widgets', 'TRUNCATE') as can_truncate`;
+    expect(privileges).toEqual({ can_select: true, can_insert: true, can_delete: false, can_truncate: false });
+    // The role logs in (trust auth on the test server) and is refused what it was not granted.
+    const app = postgres(runtimeUrl, { max: 1, onnotice: () => {} });
+    try {
+      await app`insert into widgets values (1)`;
+      await expect(app`delete from widgets`).rejects.toMatchObject({ code: '42501' });
+    } finally {
+      await app.end({ timeout: 1 });
+    }
   });
 
   it('fails with the settings problems when the environment is wrong', async () => {

@@ -10,7 +10,7 @@ import { capture } from '../test-io.ts';
 
 let db: TestDatabase;
 beforeAll(async () => {
-  db = await testDatabase({ template: migrationTemplate(exchangeMigrationSets()), prefix: 'xtask_exch', max: 1 });
+  db = await testDatabase({ template: migrationTemplate(exchangeMigrationSets({ hotWindowDays: 365 })), prefix: 'xtask_exch', max: 1 });
 });
 afterAll(() => db.drop());
 beforeEach(async () => {

@@ -1,10 +1,10 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { migrate } from '@craig/db';
-import { testDatabase } from '@craig/testkit';
+import { testDatabase, type TestDatabase } from '@craig/testkit';
 import { parseArgs, writeLine, type Command } from '../command.ts';
 import { renderSchema } from '../schema/introspect.ts';
-import { loadServiceSettings, SERVICE_NAMES } from '@craig/settings';
+import { loadServiceSettings, SERVICE_NAMES, type ServiceSettings } from '@craig/settings';
 import { migrationSetsOf, serviceEntry, type ServiceEntry } from '../services.ts';
 
 export const schemaCommand: Command = {
@@ -48,20 +48,25 @@ visible in review. With --check, writes nothing and exits 1 when a committed fil
 };
 
 /**
- * Migrate a scratch database with the service's sets and render it. Settings are synthesized
- * for the scratch database (sets such as the cleanup installer guard depend on them).
+ * Settings for a scratch database of the service (sets such as the cleanup installer guard
+ * and the archive registration depend on them), as one login that migrates and runs.
  */
+export function scratchSettings(entry: ServiceEntry, db: TestDatabase): ServiceSettings {
+  return loadServiceSettings(entry.profile, {
+    [`${entry.profile.envPrefix}DATABASE_URL`]: db.url,
+    [`${entry.profile.envPrefix}ADMIN_TOKEN`]: 'schema-dump-admin-token-0123456789',
+    CRAIG__BUS_DATABASE_URL: db.url,
+    CRAIG__CLEANUP_ALLOWED_DATABASES: db.name,
+    CRAIG__OBJECT_STORE_BACKEND: 's3',
+    CRAIG__OBJECT_STORE_BUCKET: 'schema-dump',
+  });
+}
+
+/** Migrate a scratch database with the service's sets and render it. */
 async function renderService(entry: ServiceEntry): Promise<{ sets: string[]; text: string } | undefined> {
   const db = await testDatabase({ prefix: 'craig_schema' });
   try {
-    const settings = loadServiceSettings(entry.profile, {
-      [`${entry.profile.envPrefix}DATABASE_URL`]: db.url,
-      [`${entry.profile.envPrefix}ADMIN_TOKEN`]: 'schema-dump-admin-token-0123456789',
-      CRAIG__BUS_DATABASE_URL: db.url,
-      CRAIG__CLEANUP_ALLOWED_DATABASES: db.name,
-      CRAIG__OBJECT_STORE_BACKEND: 's3',
-      CRAIG__OBJECT_STORE_BUCKET: 'schema-dump',
-    });
+    const settings = scratchSettings(entry, db);
     const sets = migrationSetsOf(entry, settings);
     if (sets.length === 0) return undefined;
     await migrate(db.url, sets, { service: 'xtask-schema' });

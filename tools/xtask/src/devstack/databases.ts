@@ -1,6 +1,7 @@
 // The devstack's databases: one per service and the bus, created on the chosen server when
 // missing. Names come from --db-prefix (validated) or the user's URLs, and are quoted as
 // identifiers, never spliced into SQL text.
+import { ensureRuntimeRole } from '@craig/db';
 import postgres from 'postgres';
 import { databaseOf, withDatabase } from './env.ts';
 
@@ -78,6 +79,20 @@ export async function dropDatabases(adminUrl: string, names: readonly string[]):
   const sql = connect(adminUrl);
   try {
     for (const name of names) await sql`drop database if exists ${sql(name)} with (force)`;
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+}
+
+/**
+ * Give a runtime role the devstack's password (creating it when missing), as the migration
+ * login: a role left by an earlier devstack on the same server gets this run's password, so the
+ * services can log in. The service's own boot then applies its grants.
+ */
+export async function ensureRuntimeLogin(ownerUrl: string, role: string, password: string): Promise<void> {
+  const sql = connect(ownerUrl);
+  try {
+    await ensureRuntimeRole(sql, { role, password, resetPassword: true });
   } finally {
     await sql.end({ timeout: 1 });
   }

@@ -7,16 +7,18 @@ const infra: StackInfra = {
   serverUrl: 'postgres://postgres:pw@127.0.0.1:5999/postgres',
   dbPrefix: 'craig_',
   adminToken: 'a-devstack-admin-token-0123456789',
+  runtimePassword: 'a-runtime-password',
   portBase: undefined,
   transport: { kind: 'postgres' },
   objectStore: { endpoint: 'http://127.0.0.1:4568', region: 'us-east-1', bucket: 'craig-devstack', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
 };
 
 describe('devstack env', () => {
-  it('gives inventory its own database, the bus, a short prune cadence and its database on the cleanup allow-list', () => {
+  it('gives inventory its own database (run as its runtime role, migrated by the server login), the bus, a short prune cadence and its database on the cleanup allow-list', () => {
     const env = serviceEnv(SERVICE_PROFILES.inventory, infra, {});
     expect(env).toMatchObject({
-      CRAIG_INVENTORY__DATABASE_URL: 'postgres://postgres:pw@127.0.0.1:5999/craig_inventory',
+      CRAIG_INVENTORY__DATABASE_URL: 'postgres://craig_inventory_runtime:a-runtime-password@127.0.0.1:5999/craig_inventory',
+      CRAIG_INVENTORY__MIGRATION_DATABASE_URL: 'postgres://postgres:pw@127.0.0.1:5999/craig_inventory',
       CRAIG_INVENTORY__BUS_DATABASE_URL: 'postgres://postgres:pw@127.0.0.1:5999/craig_bus',
       CRAIG_INVENTORY__HTTP_PORT: '7108',
       CRAIG_INVENTORY__EVENT_PRUNE_EVERY_TICKS: '20',
@@ -28,6 +30,17 @@ describe('devstack env', () => {
     const settings = loadServiceSettings('inventory', childEnv({}, env));
     expect(settings.cleanup.allowedDatabases).toEqual(['craig_inventory']);
     expect(settings.outbox.pruneEveryTicks).toBe(20);
+    expect(settings.runtimeRole).toBe('craig_inventory_runtime');
+  });
+
+  it("names the user's RUNTIME_ROLE as the runtime login, and leaves a user's own DATABASE_URL single-user unless they name its owner", () => {
+    const env = serviceEnv(SERVICE_PROFILES.cases, infra, { CRAIG_CASES__RUNTIME_ROLE: 'cases_runner' });
+    expect(env.CRAIG_CASES__DATABASE_URL).toBe('postgres://cases_runner:a-runtime-password@127.0.0.1:5999/craig_cases');
+    expect(loadServiceSettings('cases', childEnv({ CRAIG_CASES__RUNTIME_ROLE: 'cases_runner' }, env)).runtimeRole).toBe('cases_runner');
+    const own = serviceEnv(SERVICE_PROFILES.cases, infra, { CRAIG_CASES__DATABASE_URL: 'postgres://me@db:5432/c' });
+    expect(own.CRAIG_CASES__MIGRATION_DATABASE_URL).toBeUndefined();
+    const both = serviceEnv(SERVICE_PROFILES.cases, infra, { CRAIG_CASES__DATABASE_URL: 'postgres://craig_cases_app@db:5432/c', CRAIG_CASES__MIGRATION_DATABASE_URL: 'postgres://owner@db:5432/c' });
+    expect(both).toMatchObject({ CRAIG_CASES__DATABASE_URL: 'postgres://craig_cases_app@db:5432/c', CRAIG_CASES__MIGRATION_DATABASE_URL: 'postgres://owner@db:5432/c' });
   });
 
   it('gives an archiving service the S3 server and ports from --port-base in SERVICE_NAMES order', () => {
@@ -53,7 +66,7 @@ describe('devstack env', () => {
     expect(env.CRAIG_INVENTORY__EVENT_PRUNE_EVERY_TICKS).toBe('3600');
     expect(env.CRAIG_INVENTORY__LOG_LEVEL).toBe('debug');
     expect(childEnv(user, env).CRAIG__DATABASE_URL).toBeUndefined();
-    expect(serviceEnv(SERVICE_PROFILES.cases, infra, user).CRAIG_CASES__DATABASE_URL).toBe('postgres://postgres:pw@127.0.0.1:5999/craig_cases');
+    expect(serviceEnv(SERVICE_PROFILES.cases, infra, user).CRAIG_CASES__DATABASE_URL).toBe('postgres://craig_cases_app:a-runtime-password@127.0.0.1:5999/craig_cases');
   });
 
   it('picks CRAIG__DATABASE_URL, then DATABASE_URL, else the embedded cluster', () => {

@@ -54,6 +54,11 @@ export interface StackInfra {
   readonly serverUrl: string | undefined;
   readonly dbPrefix: string;
   readonly adminToken: string;
+  /**
+   * The password of every service's runtime login on the devstack's server (kept in
+   * state.json, like the admin token). The server's own login migrates and owns the tables.
+   */
+  readonly runtimePassword: string;
   readonly portBase: number | undefined;
   readonly transport: { readonly kind: 'postgres' } | { readonly kind: 'rabbitmq'; readonly amqpUrl: string };
   /** The S3 server the devstack started; undefined when the user's settings name their own store. */
@@ -70,9 +75,28 @@ function derived(infra: StackInfra, database: string): string {
   return withDatabase(infra.serverUrl, database);
 }
 
-/** The service's database URL: its own `CRAIG_<SVC>__DATABASE_URL` as given, else `<prefix><service>` on the devstack's server. */
+/** The service's runtime role: the user's `RUNTIME_ROLE`, else its profile's default. */
+export function runtimeRoleOf(profile: ServiceProfile, env: Env): string {
+  return userValue(profile, 'RUNTIME_ROLE', env) ?? profile.defs.find((d) => d.key === 'RUNTIME_ROLE')!.default!;
+}
+
+/**
+ * The service's two logins (docs/adr/063-runtime-roles.md). Its own `CRAIG_<SVC>__DATABASE_URL`
+ * as given (with the user's MIGRATION_DATABASE_URL, if any); else `<prefix><service>` on the
+ * devstack's server, migrated by the server's login and run as the runtime role, which logs
+ * in with the devstack's runtime password.
+ */
+export function serviceDatabaseUrls(profile: ServiceProfile, infra: StackInfra, env: Env): { readonly databaseUrl: string; readonly migrationDatabaseUrl: string | undefined } {
+  const own = userValue(profile, 'DATABASE_URL', env, false);
+  if (own !== undefined) return { databaseUrl: own, migrationDatabaseUrl: userValue(profile, 'MIGRATION_DATABASE_URL', env, false) };
+  const owner = derived(infra, `${infra.dbPrefix}${profile.name}`);
+  const runtime = Object.assign(new URL(owner), { username: runtimeRoleOf(profile, env), password: infra.runtimePassword }).toString();
+  return { databaseUrl: runtime, migrationDatabaseUrl: userValue(profile, 'MIGRATION_DATABASE_URL', env, false) ?? owner };
+}
+
+/** The service's database URL as its runtime login (see {@link serviceDatabaseUrls}). */
 export function serviceDatabaseUrl(profile: ServiceProfile, infra: StackInfra, env: Env): string {
-  return userValue(profile, 'DATABASE_URL', env, false) ?? derived(infra, `${infra.dbPrefix}${profile.name}`);
+  return serviceDatabaseUrls(profile, infra, env).databaseUrl;
 }
 
 /** The bus database URL: `CRAIG_<SVC>__BUS_DATABASE_URL` / `CRAIG__BUS_DATABASE_URL` as given, else `<prefix>bus`. */
@@ -98,13 +122,16 @@ export function servicePort(profile: ServiceProfile, portBase: number | undefine
  * The service's settings as `CRAIG_<SVC>__<KEY>` variables: for every key of its profile, the
  * user's value (own key, then fleet key) if any, else the devstack's, else nothing (the
  * profile's default applies). The fleet `CRAIG__DATABASE_URL` names the server, not a database,
- * so it never becomes a service's DATABASE_URL.
+ * so it never becomes a service's DATABASE_URL. On the devstack's own server a service runs as
+ * its runtime role and is migrated by the server's login (MIGRATION_DATABASE_URL), so anything
+ * that starts it with this environment (the supervisor, replicas, fault scenarios) gets both.
  */
 export function serviceEnv(profile: ServiceProfile, infra: StackInfra, env: Env): Record<string, string> {
-  const databaseUrl = serviceDatabaseUrl(profile, infra, env);
+  const { databaseUrl, migrationDatabaseUrl } = serviceDatabaseUrls(profile, infra, env);
   const store = infra.objectStore;
   const ours: Record<string, string | undefined> = {
     DATABASE_URL: databaseUrl,
+    MIGRATION_DATABASE_URL: migrationDatabaseUrl,
     HTTP_PORT: servicePort(profile, infra.portBase, env),
     ADMIN_TOKEN: infra.adminToken,
     LOG_LEVEL: 'info',
@@ -126,7 +153,7 @@ export function serviceEnv(profile: ServiceProfile, infra: StackInfra, env: Env)
   };
   const out: Record<string, string> = {};
   for (const def of profile.defs) {
-    const value = def.key === 'DATABASE_URL' ? databaseUrl : (userValue(profile, def.key, env) ?? ours[def.key]);
+    const value = def.key === 'DATABASE_URL' ? databaseUrl : def.key === 'MIGRATION_DATABASE_URL' ? migrationDatabaseUrl : (userValue(profile, def.key, env) ?? ours[def.key]);
     if (value !== undefined) out[profile.envPrefix + def.key] = value;
   }
   return out;

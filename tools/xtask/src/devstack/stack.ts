@@ -10,7 +10,7 @@ import { createClient } from '@craig/db';
 import { loadServiceSettings, MIN_ADMIN_TOKEN_LENGTH, SERVICE_NAMES, type ServiceSettings } from '@craig/settings';
 import { s3, startEmbeddedPostgres, tcpReachable, type EmbeddedServer, type S3TestServer } from '@craig/testkit';
 import { UsageError, writeLine } from '../command.ts';
-import { assertAnswers, ensureDatabase, redact, sameServer } from './databases.ts';
+import { assertAnswers, ensureDatabase, ensureRuntimeLogin, redact, sameServer } from './databases.ts';
 import { discoverServices, loadDemo, type BuiltService } from './discover.ts';
 import { amqpUrlFrom, childEnv, chooseServer, DEVSTACK_BUCKET, DEVSTACK_PRUNE_EVERY_TICKS, needsServer, serviceEnv, userObjectStore, withDatabase, type StackInfra } from './env.ts';
 import { LiveView } from './live-view.ts';
@@ -53,6 +53,9 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
   const remembered = state.adminToken !== undefined && state.adminToken.length >= MIN_ADMIN_TOKEN_LENGTH ? state.adminToken : undefined;
   const adminToken = io.env.CRAIG__ADMIN_TOKEN ?? remembered ?? randomBytes(32).toString('base64url');
   state.adminToken = adminToken;
+  // The services log in as their runtime roles (docs/adr/063-runtime-roles.md) with this password.
+  const runtimePassword = state.runtimePassword ?? randomBytes(18).toString('base64url');
+  state.runtimePassword = runtimePassword;
   await saveState(options.stateDir, state);
 
   const started = performance.now();
@@ -117,6 +120,7 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
       serverUrl,
       dbPrefix: options.dbPrefix,
       adminToken,
+      runtimePassword,
       portBase: options.portBase,
       transport,
       objectStore: store ? { endpoint: store.endpoint, region: store.region, bucket: store.bucket, accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey } : undefined,
@@ -137,7 +141,10 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
         if (await tcpReachable('127.0.0.1', p, 300)) throw new UsageError(`port ${p} for ${label} is in use (another devstack?); pass --port-base N`);
       }
       const maintenance = (url: string) => (serverUrl && sameServer(url, serverUrl) ? serverUrl : withDatabase(url, 'postgres'));
-      const { oid, created } = await ensureDatabase(settings.databaseUrl, maintenance(settings.databaseUrl));
+      // The migration login owns the database; the runtime login may not create one.
+      const ownerUrl = settings.migrationDatabaseUrl ?? settings.databaseUrl;
+      const { oid, created } = await ensureDatabase(settings.databaseUrl, maintenance(ownerUrl));
+      if (settings.migrationDatabaseUrl && new URL(settings.databaseUrl).password === runtimePassword) await ensureRuntimeLogin(maintenance(ownerUrl), settings.runtimeRole, runtimePassword);
       // Only databases the devstack created get demo history: never one that held data before.
       if (created) state.created[databaseKey(settings.databaseUrl, embeddedUrl !== undefined && sameServer(settings.databaseUrl, embeddedUrl))] = oid;
       if (settings.transport.kind === 'postgres') await ensureDatabase(settings.transport.busDatabaseUrl, maintenance(settings.transport.busDatabaseUrl));
@@ -147,7 +154,9 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
     if (transport.kind === 'postgres') banner.push(`  transport   PostgreSQL bus ${redact(prepared[0]!.settings.transport.kind === 'postgres' ? prepared[0]!.settings.transport.busDatabaseUrl : '')}`);
 
     for (const p of prepared) {
-      const owner = createClient(p.settings.databaseUrl, { service: 'devstack', max: 2, statementTimeoutMs: 600_000, idleTimeoutSeconds: 30 });
+      // Seeding aged history writes what no runtime role may (explicit past timestamps, a
+      // trigger switched off): the migration login's pool.
+      const owner = createClient(p.settings.migrationDatabaseUrl ?? p.settings.databaseUrl, { service: 'devstack', max: 2, statementTimeoutMs: 600_000, idleTimeoutSeconds: 30 });
       stops.push({ name: `${p.service.name} owner pool`, stop: () => owner.end({ timeout: 5 }) });
       const loaded = await loadDemo(p.service);
       const r: Running = {

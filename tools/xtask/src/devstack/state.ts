@@ -1,10 +1,12 @@
-// `<state-dir>/state.json`: what the devstack remembers between runs (the admin token, which
-// databases already got their aged history).
+// `<state-dir>/state.json`: what the devstack remembers between runs (the admin token, the
+// runtime logins' password, which databases already got their aged history).
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export interface DevstackState {
   adminToken?: string;
+  /** The password of the services' runtime logins on the devstack's server. */
+  runtimePassword?: string;
   /** By `host:port/database`: the database's oid when it was seeded, so a recreated one is seeded again. */
   seeded: Record<string, { oid: number; at: string; rows: number }>;
   /** By the same key: databases the devstack created (their oid); only these are seeded. */

@@ -37,7 +37,8 @@ export async function auditDeletes(sql: Sql, table: string, columns: readonly st
   const cols = columns.join(', ');
   await sql.unsafe(`
     create table ${audit} as select ${cols}, 0::bigint as xid from ${table} where false;
-    create function ${audit}_record() returns trigger language plpgsql as $$
+    -- SECURITY DEFINER: the services delete as their runtime roles, which may not write here.
+    create function ${audit}_record() returns trigger language plpgsql security definer set search_path = public, pg_temp as $$
     begin
       insert into ${audit} (${cols}, xid) select ${columns.map((c) => `o.${c}`).join(', ')}, txid_current() from old_rows o;
       return null;

@@ -60,6 +60,8 @@ export interface FaultService {
 }
 
 export const FAULT_ADMIN_TOKEN = 'craig-faults-admin-token-0123456789abcdef';
+/** The services' runtime logins' password (set by `pnpm xtask migrate` as each service is migrated). */
+export const FAULT_RUNTIME_PASSWORD = 'craig-faults-runtime-password';
 
 /** A fault stack: databases are created on demand and dropped by `close()`. */
 export class FaultStack {
@@ -83,6 +85,7 @@ export class FaultStack {
       serverUrl: this.options.serverUrl,
       dbPrefix: this.prefix,
       adminToken: FAULT_ADMIN_TOKEN,
+      runtimePassword: FAULT_RUNTIME_PASSWORD,
       portBase: undefined,
       transport: this.options.transport,
       objectStore: store ? { endpoint: store.endpoint, region: store.region, bucket: store.bucket, accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey } : undefined,
@@ -98,7 +101,7 @@ export class FaultStack {
     return withDatabase(this.options.serverUrl, `${this.prefix}bus`);
   }
 
-  /** An owner pool on a service's database (created on first use, closed by `close()`). */
+  /** An owner pool on a service's database (created on first use, closed by `close()`); the services themselves log in as their runtime roles. */
   sql(name: ServiceName | 'bus'): Sql {
     const url = name === 'bus' ? this.busUrl : this.databaseUrl(name);
     let pool = this.pools.get(url);

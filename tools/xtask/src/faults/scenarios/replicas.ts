@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { LOCK_KEYS } from '@craig/db';
 import { SERVICE_NAMES, SERVICE_PROFILES, type ServiceName } from '@craig/settings';
-import { childEnv, serviceEnv, type StackInfra } from '../../devstack/env.ts';
+import { withDatabase } from '../../devstack/env.ts';
 import { freePortRange } from '../../ports.ts';
 import { runXtask } from '../../run.ts';
 import { capture } from '../../test-io.ts';
@@ -139,18 +139,19 @@ function replicaScenario(name: string, only: readonly ServiceName[] | undefined,
       } finally {
         await admin.end({ timeout: 5 });
       }
-      const infra: StackInfra = { serverUrl: server.url, dbPrefix: prefix, adminToken: 'faults-invariants-not-used-0123456789', portBase: undefined, transport: { kind: 'postgres' }, objectStore: { endpoint: 'http://127.0.0.1:9', region: 'us-east-1', bucket: 'craig-devstack', accessKeyId: 'x', secretAccessKey: 'x' } };
+      // Report-only reads: as the server's login, with each service's database named.
+      const invariantsEnv = (service: ServiceName) => ({ [`${SERVICE_PROFILES[service].envPrefix}DATABASE_URL`]: withDatabase(server.url, `${prefix}${service}`) });
       let green = 0;
       for (const service of services) {
         const stdout = capture();
-        const result = await runXtask(['invariants', service, '--json'], { env: childEnv({}, serviceEnv(SERVICE_PROFILES[service], infra, {})), stdout, stderr: stdout, root: ctx.root });
+        const result = await runXtask(['invariants', service, '--json'], { env: invariantsEnv(service), stdout, stderr: stdout, root: ctx.root });
         const report = result === 0 || result === 1 ? (JSON.parse(stdout.text()) as { invariants: Array<{ name: string; ok: boolean; detail: string }> }) : undefined;
         let failing = report?.invariants.filter((i) => !i.ok) ?? [{ name: 'invariants', ok: false, detail: stdout.text().slice(0, 200) }];
         // The inventory demo seeds parked rows on purpose (parked long ago, never pruned): only a
         // row parked during this run turns that invariant red here.
         let note = '';
         if (failing.some((f) => f.name === 'event_outbox_parked')) {
-          const db = postgres(infra.serverUrl!.replace(/\/postgres$/, `/${prefix}${service}`), { max: 1, onnotice: () => {} });
+          const db = postgres(withDatabase(server.url, `${prefix}${service}`), { max: 1, onnotice: () => {} });
           try {
             const [row] = await db<{ during: number; before: number }[]>`
               select count(*) filter (where parked_at >= ${runStart})::int as during, count(*) filter (where parked_at < ${runStart})::int as before

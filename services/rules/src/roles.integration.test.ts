@@ -1,0 +1,43 @@
+// Proof by refusal (issue 10, docs/security.md): connected as the rules service's runtime role,
+// the way the service itself connects, nothing below is permitted: every statement is refused
+// with SQLSTATE 42501 (each runs in a transaction that is rolled back, so one that wrongly
+// succeeded changes nothing). On a database whose service logs in as the owner of its tables,
+// every one of them succeeds.
+import { expectRuntimeRefusals, runtimeIdentity, schemaRefusals } from '@craig/service-testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serviceHarness, type ServiceHarness } from '../test/harness.ts';
+
+let h: ServiceHarness;
+beforeAll(async () => {
+  h = await serviceHarness();
+});
+afterAll(() => h.drop());
+
+describe('the rules runtime role', () => {
+  it('may not change the schema, switch a trigger off, truncate, or rewrite what it must not: evaluations are deleted from only through the prune gate, snapshots never change', async () => {
+    await expectRuntimeRefusals(h.sql, [
+      ...schemaRefusals(['rule_evaluations', 'rule_set_snapshots', 'rule_set_promotion_previews', 'archive_ledger', 'archive_tables', 'event_outbox', 'event_inbox', 'prune_latch', 'craig_migrations']),
+      'delete from rule_evaluations',
+      'delete from rule_set_snapshots',
+      'delete from rule_set_promotion_previews',
+      `update rule_evaluations set outcome = 'pass'`,
+      `update rule_set_snapshots set rules = '[]'::jsonb`,
+      'update archive_ledger set row_count = 1',
+      'delete from archive_ledger',
+      `insert into archive_ledger (archive_id, table_name, object_key, sha256, bytes, row_count, min_key, max_key, min_ts, max_ts) values (gen_random_uuid(), 'rule_evaluations', 'forged', repeat('0', 64), 1, 1, '1', '1', now(), now())`,
+      'update archive_tables set hot_window_days = 1',
+      'delete from archive_tables',
+      'alter function archive_prune_batch(uuid, text, text, text, bigint, integer, text, text, timestamptz, timestamptz, tid[], text[], text[], integer) security invoker',
+      `update event_outbox set payload = '{}'::jsonb`,
+      `update event_outbox set created_at = now() - interval '1 year'`,
+      `update event_inbox set received_at = now() - interval '1 year'`,
+      'update prune_latch set deleted = 0',
+      'delete from craig_migrations',
+      `update craig_migrations set checksum = ''`,
+    ]);
+  });
+
+  it('is what the service runs as: craig_rules_app, owning nothing, no superuser', async () => {
+    expect(await runtimeIdentity(h.sql)).toEqual({ role: 'craig_rules_app', superuser: false, owns: 0 });
+  });
+});
