@@ -59,6 +59,33 @@ describe('the driver when its server dies under a connection (patches/postgres@3
   }, 60_000);
 });
 
+describe('the driver when its server dies in the middle of a transaction (patches/postgres@3.4.9.patch)', () => {
+  it('refuses the transaction and its late statement, and the one-connection client works again once the server is back', async () => {
+    const server = await startEmbeddedPostgres();
+    try {
+      const fixture = fileURLToPath(new URL('../test/fixtures/transaction-after-crash.ts', import.meta.url));
+      const child = spawn(process.execPath, ['--import', 'tsx', fixture, server.url], { stdio: ['pipe', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      await eventually(() => expect(out).toContain('in-tx'), { timeoutMs: 20_000, intervalMs: 50 });
+      await server.crash();
+      child.stdin.write('gone\n');
+      await eventually(() => expect(out).toContain('transaction: failed'), { timeoutMs: 20_000, intervalMs: 50 });
+      child.stdin.write('sent\n');
+      await eventually(() => expect(out).toContain('late statement refused'), { timeoutMs: 20_000, intervalMs: 50 });
+      await server.restart();
+      child.stdin.write('back\n');
+      expect(await exited, out).toBe(0);
+      // Without the patch's answer (no backpressure), the pool parked its only connection as busy for good.
+      expect(out).toContain('after the restart: answered 3');
+    } finally {
+      await server.stop();
+    }
+  }, 90_000);
+});
+
 describe('withDedicatedSession', () => {
   it('frees the lock of a process killed mid-statement within the client check interval, not at the statement\'s end', async () => {
     const fixture = fileURLToPath(new URL('../test/fixtures/hold-lock-and-sleep.ts', import.meta.url));

@@ -16,7 +16,7 @@ export { demoContext, jsonStub, listenLocally } from './demo.ts';
 export { archiveEngineOn, crashAfter, expectArchiveRunGuarded, expectBatchAnnouncements, expectEventAdminRoutes, expectLedger, expectNothingArchived, expectRefusedQuery, expectServiceEndpoints, expectTransportSweep, startTimerLoop } from './checks.ts';
 export { runtimeRoleOf, runtimeUrl } from './runtime.ts';
 /** Proof by refusal: statements the runtime role must be refused (42501), and who a pool runs as. */
-export { expectRuntimeRefusals, runtimeIdentity, schemaRefusals, INSUFFICIENT_PRIVILEGE } from './refusals.ts';
+export { expectRuntimeRefusals, runtimeIdentity, schemaRefusals, PLATFORM_REFUSALS, INSUFFICIENT_PRIVILEGE } from './refusals.ts';
 export { objectStoreEnv, runToExit, serviceEnv, startMain, stoppedSteps, waitReady, type MainProcess } from './main-process.ts';
 /** Property tests of a service's whole HTTP surface (fast-check): every route, hostile input, typed refusals, the database unchanged when refused. */
 /** fast-check itself, so a service's fuzz test builds its route shapes without a dependency of its own. */

@@ -51,6 +51,20 @@ export function schemaRefusals(tables: readonly string[]): string[] {
   ];
 }
 
+/**
+ * What every service's runtime role must be refused on the platform's own tables: rewriting an
+ * event or when it was staged, back-dating an inbox record or a latch, and touching the
+ * migrations ledger.
+ */
+export const PLATFORM_REFUSALS: readonly string[] = Object.freeze([
+  `update event_outbox set payload = '{}'::jsonb`,
+  `update event_outbox set created_at = now() - interval '1 year'`,
+  `update event_inbox set received_at = now() - interval '1 year'`,
+  'update prune_latch set deleted = 0',
+  'delete from craig_migrations',
+  `update craig_migrations set checksum = ''`,
+]);
+
 /** Who `sql` runs as, and whether it owns anything in its database or is a superuser. */
 export async function runtimeIdentity(sql: Sql): Promise<{ readonly role: string; readonly superuser: boolean; readonly owns: number }> {
   const [row] = await sql<{ role: string; superuser: boolean; owns: number }[]>`

@@ -335,7 +335,7 @@ describe('loadServiceSettings', () => {
       const s = loadServiceSettings('cases', base);
       expect(s.runtimeRole).toBe('craig_cases_app');
       expect(s.migrationDatabaseUrl).toBeUndefined();
-      expect(loadServiceSettings('exchange', { CRAIG_EXCHANGE__DATABASE_URL: 'postgres://x@127.0.0.1/exchange', CRAIG_EXCHANGE__ADMIN_TOKEN: 'a-long-enough-admin-token', CRAIG__BUS_DATABASE_URL: 'postgres://x@127.0.0.1/bus', CRAIG__OBJECT_STORE_BACKEND: 's3', CRAIG__OBJECT_STORE_BUCKET: 'archive' }).runtimeRole).toBe('craig_exchange_app');
+      expect(loadServiceSettings('exchange', { CRAIG_EXCHANGE__DATABASE_URL: 'postgres://x@127.0.0.1/exchange', CRAIG_EXCHANGE__ADMIN_TOKEN: 'a-long-enough-admin-token-0123456789', CRAIG__BUS_DATABASE_URL: 'postgres://x@127.0.0.1/bus', CRAIG__OBJECT_STORE_BACKEND: 's3', CRAIG__OBJECT_STORE_BUCKET: 'archive' }).runtimeRole).toBe('craig_exchange_app');
       expect(SERVICE_PROFILES.inventory.defs.find((d) => d.key === 'RUNTIME_ROLE')?.default).toBe('craig_inventory_runtime');
       expect(defineServiceProfile({ name: 'audit-lab', httpPort: 0 }).defs.find((d) => d.key === 'RUNTIME_ROLE')?.default).toBe('craig_audit_lab_app');
     });

@@ -3,7 +3,7 @@
 // with SQLSTATE 42501 (each runs in a transaction that is rolled back, so one that wrongly
 // succeeded changes nothing). On a database whose service logs in as the owner of its tables,
 // every one of them succeeds.
-import { expectRuntimeRefusals, runtimeIdentity, schemaRefusals } from '@craig/service-testkit';
+import { expectRuntimeRefusals, PLATFORM_REFUSALS, runtimeIdentity, schemaRefusals } from '@craig/service-testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serviceHarness, type ServiceHarness } from '../test/harness.ts';
 
@@ -27,12 +27,7 @@ describe('the security runtime role', () => {
       'update archive_tables set hot_window_days = 1',
       'delete from archive_tables',
       'alter function archive_prune_batch(uuid, text, text, text, bigint, integer, text, text, timestamptz, timestamptz, tid[], text[], text[], integer) security invoker',
-      `update event_outbox set payload = '{}'::jsonb`,
-      `update event_outbox set created_at = now() - interval '1 year'`,
-      `update event_inbox set received_at = now() - interval '1 year'`,
-      'update prune_latch set deleted = 0',
-      'delete from craig_migrations',
-      `update craig_migrations set checksum = ''`,
+      ...PLATFORM_REFUSALS,
     ]);
   });
 

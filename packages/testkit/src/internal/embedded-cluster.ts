@@ -179,12 +179,15 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   await stopLeftover(options.dataDir, native, user, (line) => options.onLog?.(line));
 
   let child = await launch(native, user, options);
+  // A restart in progress: stop() waits for it, or the postmaster it is starting would outlive us.
+  let restarting: Promise<void> | undefined;
   return {
     port: options.port,
     get pid() {
       return child.process.pid;
     },
     async stop() {
+      await restarting?.catch(() => undefined);
       if (child.process.exitCode !== null || child.process.signalCode !== null) return;
       child.process.kill('SIGINT'); // fast shutdown: roll back and stop
       await child.exited;
@@ -197,7 +200,12 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     },
     async restart() {
       if (child.process.exitCode === null && child.process.signalCode === null) throw new Error('embedded PostgreSQL: restart() while it is running');
-      child = await launch(native, user, options);
+      restarting = launch(native, user, options).then((next) => void (child = next));
+      try {
+        await restarting;
+      } finally {
+        restarting = undefined;
+      }
     },
   };
 }

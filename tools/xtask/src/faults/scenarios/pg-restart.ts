@@ -103,7 +103,14 @@ function drainScenario(transport: 'postgres' | 'rabbitmq', downMs: number, fast:
         'every staged event published and audited',
         async () => (await count(cases, 'event_outbox', 'published_at is null')) === 0 && (await count(audit, '(select distinct event_id from audit_log) d')) >= EVENTS,
         { timeoutMs: 240_000, intervalMs: 250 },
-      );
+      ).catch(async (error: unknown) => {
+        // What every session of the stack is doing, for whoever reads the failure.
+        const sessions = await stack.sql('bus')<{ db: string; app: string; state: string; wait: string | null; query: string }[]>`
+          select datname as db, application_name as app, state, wait_event as wait, left(query, 80) as query from pg_stat_activity where datname is not null and pid <> pg_backend_pid() order by datname, app`;
+        ctx.progress(`sessions when it gave up:\n${sessions.map((r) => `    ${r.db} ${r.app} ${r.state} ${r.wait ?? ''} ${r.query}`).join('\n')}`);
+        ctx.progress(`pending ${await count(cases, 'event_outbox', 'published_at is null')}, audited ${await count(audit, '(select distinct event_id from audit_log) d')}`);
+        throw error;
+      });
       out.recoverMs = performance.now() - crashedAt;
       await sleep(2000);
       redThenGreen(out, watch.stop());
