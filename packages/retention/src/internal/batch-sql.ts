@@ -168,7 +168,7 @@ export async function insertLedger(tx: TransactionSql, entry: LedgerEntry): Prom
  * dependent, or a slot reused by another row, does not count; the caller's count check then
  * rolls the whole batch back.
  */
-export async function deleteArchived(tx: TransactionSql, plan: TablePlan, hotWindowDays: number, batch: SelectedBatch): Promise<{ readonly deleted: number; readonly exact: number }> {
+export async function deleteArchived(tx: TransactionSql, plan: TablePlan, hotWindowDays: number, batch: Pick<SelectedBatch, 'ctids' | 'keys' | 'xmins'>): Promise<{ readonly deleted: number; readonly exact: number }> {
   const { spec } = plan;
   const sql = tx as unknown as Sql;
   const [row] = await tx<{ deleted: number; exact: number }[]>`
