@@ -4,12 +4,14 @@
 // Passing means every service stayed up, a prune cycle deleted its aged history, the archiving
 // services archived theirs, and the demo traffic's syncs ended in completed cleanup jobs.
 import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { postgres, tcpReachable } from '@craig/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../test-browser.ts';
 import { capture } from '../test-io.ts';
 import { runXtask } from '../run.ts';
 import { dropDatabases } from '../devstack/databases.ts';
@@ -17,6 +19,8 @@ import { freePortRange } from '../ports.ts';
 import pg from 'postgres';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+const ARTIFACTS = join(ROOT, '.artifacts');
+const EIGHT = ['cases', 'placements', 'safety', 'security', 'rules', 'exchange', 'financial', 'inventory'];
 const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
 const prefix = `ds_t${process.pid}_${Date.now().toString(36)}_`;
 let stateDir: string | undefined;
@@ -30,6 +34,33 @@ afterAll(async () => {
   if (stateDir) await rm(stateDir, { recursive: true, force: true });
 });
 
+/**
+ * The running stack's status page: every service up in /status.json with its invariants
+ * verdict computed on its database, and the page in headless Chromium showing all eight (a PNG
+ * of it in .artifacts/status-page-devstack.png).
+ */
+async function checkStatusPage(url: string | undefined): Promise<void> {
+  expect(url, 'the banner names the status page').toBeDefined();
+  type Service = { name: string; up: boolean; invariants: { results?: Array<{ name: string }> } | null };
+  const services = async () => ((await (await fetch(new URL('status.json', url))).json()) as { services: Service[] }).services;
+  // Each service's first check runs within 10 s of its being ready.
+  await expect
+    .poll(async () => (await services()).filter((s) => s.up && s.invariants?.results?.some((r) => r.name === 'prune_latch')).map((s) => s.name), { timeout: 30_000, interval: 1000 })
+    .toEqual(EIGHT);
+  const browser = await launchChromium();
+  try {
+    const page = await browser.context.newPage();
+    await page.goto(url!);
+    expect(await page.locator('#services tbody tr').evaluateAll((trs) => trs.map((tr) => `${tr.getAttribute('data-service')} ${tr.getAttribute('data-state')}`))).toEqual(EIGHT.map((s) => `${s} up`));
+    expect(await page.locator('section.invariants').count()).toBe(8);
+    expect(await page.locator('section.charts svg.chart').count()).toBeGreaterThanOrEqual(8);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    writeFileSync(join(ARTIFACTS, 'status-page-devstack.png'), await page.screenshot({ fullPage: true }));
+  } finally {
+    await browser.close();
+  }
+}
+
 describe('xtask devstack', () => {
   it('runs all eight services for 45 s on an embedded cluster: they stay up, aged history is pruned and archived, cleanup jobs complete, and everything stops', async () => {
     stateDir = await mkdtemp(join(tmpdir(), 'craig-devstack-test-'));
@@ -38,18 +69,29 @@ describe('xtask devstack', () => {
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('CRAIG_') && k !== 'DATABASE_URL') env[k] = v;
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', MAIN, 'devstack', '--for', '45', '--quiet', '--port-base', String(portBase), '--state-dir', stateDir, '--db-prefix', prefix, '--history-rows', '5000'],
+      ['--import', 'tsx', MAIN, 'devstack', '--for', '45', '--quiet', '--port-base', String(portBase), '--status-port', '0', '--state-dir', stateDir, '--db-prefix', prefix, '--history-rows', '5000'],
       { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    let pageChecked: Promise<void> | undefined;
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      // While the stack runs: its status page, from the address in the banner.
+      if (!pageChecked && out.includes('stack up')) {
+        pageChecked = checkStatusPage(/status page (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out)?.[1]);
+        // Awaited (and so reported) once the run has ended; not an unhandled rejection before.
+        pageChecked.catch(() => {});
+      }
+    });
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
 
     expect(code, out).toBe(0);
+    expect(pageChecked, out).toBeDefined();
+    await pageChecked;
     expect(out).toContain('embedded 15');
     expect(out).not.toContain('not built yet');
-    for (const service of ['cases', 'placements', 'safety', 'security', 'rules', 'exchange', 'financial', 'inventory']) {
+    for (const service of EIGHT) {
       expect(out).toContain(`${service}: seeded aged history`);
       expect(out).toContain(`${service}: stayed up`);
       const swept = new RegExp(`${service}: pruned ([\\d,]+) rows`).exec(out);
@@ -87,7 +129,7 @@ describe('xtask devstack', () => {
       url.pathname = `/${existing}`;
       env.CRAIG_INVENTORY__DATABASE_URL = url.toString();
       // Only inventory: the case needs one service, and eight on the shared server would crowd its connections.
-      const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'devstack', '--only', 'inventory', '--for', '2', '--quiet', '--port-base', String(await freePortRange(8)), '--state-dir', dir, '--db-prefix', prefix, '--history-rows', '100'], {
+      const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'devstack', '--only', 'inventory', '--for', '2', '--quiet', '--status-port', 'off', '--port-base', String(await freePortRange(8)), '--state-dir', dir, '--db-prefix', prefix, '--history-rows', '100'], {
         cwd: ROOT,
         env,
         stdio: ['ignore', 'pipe', 'pipe'],

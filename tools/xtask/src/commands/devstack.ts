@@ -9,19 +9,22 @@ export const devstackCommand: Command = {
   summary: 'run the whole platform on this machine: PostgreSQL, S3, the bus, every built service, demo traffic, a live view',
   usage: `pnpm xtask devstack [--fresh] [--port-base N] [--rabbitmq] [--for SECONDS] [--quiet]
                       [--only a,b] [--state-dir DIR] [--history-rows N] [--db-prefix P] [--seed N]
-                      [--replicas N]
+                      [--replicas N] [--status-port N|0|off]
        pnpm xtask devstack --print-scrape-config [--port-base N] [--only a,b] [--replicas N]
+(on a machine with only Node and npm: npm run devstack -- <options>)
 
 Starts an embedded PostgreSQL 15 cluster (kept in <state-dir>/pg), the S3 test server (objects in
 <state-dir>/s3), the PostgreSQL bus, and every service of the eight that exists as
 services/<name>/ (the others are listed as "not built yet"), each a supervised child process
 logging to <state-dir>/logs/<name>.log. Each fresh service database gets aged history, then demo
-traffic drives its HTTP API about once a second; the live view shows every sweep, archive and
-cleanup as it happens. Sweeps run every 20 s here (EVENT_PRUNE_EVERY_TICKS=20).
+traffic drives its HTTP API about once a second; the live view (a table redrawn in place on a
+terminal, short lines on a pipe) shows every sweep, archive and cleanup as it happens, and a
+read-only status page serves the same table, row counts over time and each service's
+invariants verdict. Sweeps run every 20 s here (EVENT_PRUNE_EVERY_TICKS=20).
 
   --fresh            wipe <state-dir> first (cluster, objects, logs, state.json)
   --port-base N      HTTP ports N.. in SERVICE_NAMES order (cases N, …, inventory N+7);
-                     default each service's own port (7101..7108)
+                     default each service's own port (7101..7108); N from 1025
   --rabbitmq         RabbitMQ transport instead of the bus: AMQP_URL / CRAIG__AMQP_URL, else
                      amqp://guest:guest@127.0.0.1:5672
   --for SECONDS      once the stack is up, run that long, stop, print a summary; exit 0 only if
@@ -39,6 +42,8 @@ cleanup as it happens. Sweeps run every 20 s here (EVENT_PRUNE_EVERY_TICKS=20).
                      print a Prometheus config scraping the services on the ports this
                      devstack uses (with --port-base, --only, --replicas and any HTTP_PORT setting), loading
                      ops/prometheus/alerts.yml; starts nothing (docs/operations.md)
+  --status-port N    the status page's port (default: the one below the services' first,
+                     7100 or N-1 with --port-base N); 0 any free port, off no page
 
 Real servers instead: CRAIG__DATABASE_URL (else DATABASE_URL) names a PostgreSQL server: the
 devstack connects to it and creates <P><service> and <P>bus there instead of starting a cluster.

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
-import { SERVICE_NAMES, isServiceName } from '@craig/settings';
+import { SERVICE_NAMES, SERVICE_PROFILES, isServiceName } from '@craig/settings';
 import { parseArgs, UsageError } from '../command.ts';
+import { profilePort } from './env.ts';
 
 /** A devstack flag with a value it cannot take: names the flag and the value (exit code 2 with the usage). */
 export class DevstackOptionError extends UsageError {
@@ -37,6 +38,11 @@ export interface DevstackOptions {
   readonly replicas: number;
   /** Print a Prometheus config scraping the services' ports and exit (starts nothing). */
   readonly printScrapeConfig: boolean;
+  /**
+   * The status page's port: a number (0: any free port), 'off' (no page), or undefined for the
+   * port just below the services' first ({@link statusPortOf}).
+   */
+  readonly statusPort?: number | 'off' | undefined;
 }
 
 export const DEFAULT_STATE_DIR = '.devstack';
@@ -50,11 +56,23 @@ function whole(option: string, raw: string, min: number, max: number): number {
   return Number(raw);
 }
 
+/** The services' own first port (7101, cases) when no --port-base moves them. */
+export const DEFAULT_FIRST_SERVICE_PORT = Math.min(...SERVICE_NAMES.map((name) => profilePort(SERVICE_PROFILES[name])));
+
+/**
+ * The status page's port, or undefined for none: --status-port when given, else the port below
+ * the services' first (7100, or N-1 with --port-base N), so one devstack's ports stay together.
+ */
+export function statusPortOf(options: Pick<DevstackOptions, 'statusPort' | 'portBase'>): number | undefined {
+  if (options.statusPort === 'off') return undefined;
+  return options.statusPort ?? (options.portBase ?? DEFAULT_FIRST_SERVICE_PORT) - 1;
+}
+
 /** Parse `pnpm xtask devstack` arguments; `root` resolves a relative --state-dir. */
 export function parseDevstackOptions(argv: readonly string[], root: string): DevstackOptions {
   const { positionals, flags, options } = parseArgs(argv, {
     flags: ['fresh', 'rabbitmq', 'quiet', 'print-scrape-config'],
-    options: ['port-base', 'for', 'only', 'state-dir', 'history-rows', 'db-prefix', 'seed', 'replicas'],
+    options: ['port-base', 'for', 'only', 'state-dir', 'history-rows', 'db-prefix', 'seed', 'replicas', 'status-port'],
   });
   if (positionals.length > 0) throw new UsageError(`devstack takes no positional arguments, got ${JSON.stringify(positionals[0])}`);
   const get = (name: string) => options.get(name);
@@ -62,7 +80,15 @@ export function parseDevstackOptions(argv: readonly string[], root: string): Dev
   const replicasRaw = get('replicas');
   const replicas = replicasRaw === undefined ? 1 : whole('replicas', replicasRaw, 1, MAX_REPLICAS);
   const portBaseRaw = get('port-base');
-  const portBase = portBaseRaw === undefined ? undefined : whole('port-base', portBaseRaw, 1024, 65535 - SERVICE_NAMES.length * replicas);
+  // From 1025: the status page takes the port below the first.
+  const portBase = portBaseRaw === undefined ? undefined : whole('port-base', portBaseRaw, 1025, 65535 - SERVICE_NAMES.length * replicas);
+  const statusRaw = get('status-port');
+  let statusPort: number | 'off' | undefined;
+  if (statusRaw === 'off' || statusRaw === '0') statusPort = statusRaw === 'off' ? 'off' : 0;
+  else if (statusRaw !== undefined) {
+    if (!/^[0-9]+$/.test(statusRaw) || Number(statusRaw) < 1024 || Number(statusRaw) > 65535) throw new DevstackOptionError('status-port', statusRaw, 'must be a port from 1024 to 65535, 0 (any free port) or off');
+    statusPort = Number(statusRaw);
+  }
   const forRaw = get('for');
   const forSeconds = forRaw === undefined ? undefined : whole('for', forRaw, 1, 7 * 86_400);
 
@@ -97,5 +123,6 @@ export function parseDevstackOptions(argv: readonly string[], root: string): Dev
     seed: seedRaw === undefined ? 1 : whole('seed', seedRaw, 0, 2 ** 31 - 2),
     replicas,
     printScrapeConfig: flags.has('print-scrape-config'),
+    statusPort,
   };
 }

@@ -13,9 +13,10 @@ import { UsageError, writeLine } from '../command.ts';
 import { assertAnswers, ensureDatabase, redact, sameServer } from './databases.ts';
 import { discoverServices, loadDemo, type BuiltService } from './discover.ts';
 import { amqpUrlFrom, childEnv, chooseServer, DEVSTACK_BUCKET, DEVSTACK_PRUNE_EVERY_TICKS, needsServer, serviceEnv, userObjectStore, withDatabase, type StackInfra } from './env.ts';
-import { LiveView, type ServiceRow } from './live-view.ts';
-import { DevstackOptionError, type DevstackOptions } from './options.ts';
+import { LiveView } from './live-view.ts';
+import { DevstackOptionError, statusPortOf, type DevstackOptions } from './options.ts';
 import { databaseKey, loadState, saveState } from './state.ts';
+import { StatusBoard } from './status-board.ts';
 import { summarize } from './summary.ts';
 import { ReplicaSet } from './replicas.ts';
 import { SupervisedService } from './supervisor.ts';
@@ -196,9 +197,13 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
     if (notBuilt.length) banner.push(`  not built yet: ${notBuilt.join(', ')}`);
     if (skipped.length) banner.push(`  not selected (--only): ${skipped.join(', ')}`);
     banner.push(`  sweeps every ${DEVSTACK_PRUNE_EVERY_TICKS} s (EVENT_PRUNE_EVERY_TICKS=${DEVSTACK_PRUNE_EVERY_TICKS}; production keeps the hourly default)`);
+    // The rows, invariants and status page the view shares; stopped before the owner pools.
+    const board = await StatusBoard.start({ running, absent: { notBuilt, skipped }, startedAt: started, port: statusPortOf(options), events: () => view?.recentEvents() ?? [] });
+    stops.push({ name: 'status page', stop: () => board.stop() });
+    if (board.url) banner.push(`  status page ${board.url}  (read-only: the table, row counts over time, invariants)`);
     for (const line of banner) writeLine(io.stdout, line);
     const tty = (io.stdout as { isTTY?: boolean }).isTTY === true;
-    view = new LiveView(io.stdout, { tty, quiet: options.quiet, header: banner });
+    view = new LiveView(io.stdout, { tty, quiet: options.quiet, header: banner, statusUrl: board.url });
 
     async function onReady(r: Running): Promise<void> {
       if (r.traffic || r.seeding || !r.demo) return;
@@ -240,17 +245,13 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
     const tickLoop = runTraffic(running, { adminToken, urlOf, signal: traffic.signal, event });
 
     // Live view: scrape /metrics and count the demo tables every 2 s.
-    const rows = (): ServiceRow[] => [
-      ...running.map((r) => ({ name: r.service.name, status: r.supervisor.status, restarts: r.supervisor.restarts, port: r.settings.http.port, activity: r.supervisor.activity(), counts: r.counts })),
-      ...notBuilt.map((name) => ({ name, status: 'not built yet' as const, restarts: 0, port: undefined, activity: undefined, counts: new Map() })),
-      ...skipped.map((name) => ({ name, status: 'not selected' as const, restarts: 0, port: undefined, activity: undefined, counts: new Map() })),
-    ];
     const observe = () => observeAll(running, event);
     const viewStop = new AbortController();
     const viewLoop = (async () => {
       while (!viewStop.signal.aborted) {
         await observe();
-        view.draw(rows(), elapsed());
+        board.record();
+        view.draw(board.rows(), elapsed());
         await sleep(2000, viewStop.signal);
       }
     })();
@@ -271,6 +272,7 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
     traffic.abort();
     viewStop.abort();
     await Promise.all([tickLoop, viewLoop]);
+    view.close();
     await observe();
     const statusAtEnd = new Map(running.map((r) => [r.service.name, r.supervisor.status]));
     await Promise.all(running.map((r) => r.supervisor.stop()));

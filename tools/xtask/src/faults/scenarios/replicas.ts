@@ -106,7 +106,7 @@ function replicaScenario(name: string, only: readonly ServiceName[] | undefined,
       const env: Record<string, string> = {};
       for (const [k, v] of Object.entries(ctx.baseEnv)) if (v !== undefined && !k.startsWith('CRAIG_') && k !== 'DATABASE_URL') env[k] = v;
       env.CRAIG__DATABASE_URL = server.url;
-      const args = ['--import', 'tsx', join(ctx.root, 'tools/xtask/src/main.ts'), 'devstack', '--quiet', '--replicas', '2', '--for', String(seconds), '--state-dir', stateDir, '--port-base', String(portBase), '--db-prefix', prefix, '--history-rows', '5000'];
+      const args = ['--import', 'tsx', join(ctx.root, 'tools/xtask/src/main.ts'), 'devstack', '--quiet', '--status-port', '0', '--replicas', '2', '--for', String(seconds), '--state-dir', stateDir, '--port-base', String(portBase), '--db-prefix', prefix, '--history-rows', '5000'];
       if (only) args.push('--only', only.join(','));
       const started = performance.now();
       const runStart = new Date();
