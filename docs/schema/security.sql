@@ -57,7 +57,9 @@ create table dead_letter_audit (
   headers jsonb not null default '{}'::jsonb,
   dead_lettered_at timestamp with time zone not null,
   received_at timestamp with time zone not null default now(),
+  deliveries integer,
   constraint dead_letter_audit_attempts_check CHECK (attempts >= 0),
+  constraint dead_letter_audit_deliveries_check CHECK (deliveries >= 0),
   constraint dead_letter_audit_once UNIQUE (consumer, message_id, dead_lettered_at),
   constraint dead_letter_audit_pkey PRIMARY KEY (id)
 );

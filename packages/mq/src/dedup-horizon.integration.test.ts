@@ -34,7 +34,7 @@ beforeEach(async () => {
 
 function delivery(source: string, headers: Record<string, string>, eventId = randomUUID()): Delivery {
   const body = encodeEnvelope({ eventId, eventType: 'case.opened', aggregateType: 'case', aggregateId: '1', source, occurredAt: new Date().toISOString(), headersJson: '{}', payloadJson: '{}' });
-  return { consumer: 'placements.cases', eventId, routingKey: 'case.opened', body, headers, attempt: 1, redelivered: false };
+  return { consumer: 'placements.cases', eventId, routingKey: 'case.opened', body, headers, attempt: 1, deliveries: 1, redelivered: false };
 }
 
 async function counter(registry: Registry, name: string): Promise<Array<{ labels: Partial<Record<string, string | number>>; value: number }>> {

@@ -91,6 +91,13 @@ export class InvalidReplayRangeError extends MqError {
   }
 }
 
+/** A redrive id that is not an outbox row id (a whole number from 1 to 2^63 - 1); names it. */
+export class InvalidRedriveIdError extends MqError {
+  constructor(readonly id: unknown) {
+    super('invalid_redrive_id', `redrive id ${preview(id)} is not an outbox row id (a whole number from 1 to 9223372036854775807)`);
+  }
+}
+
 function preview(value: unknown): string {
   let text: string;
   try {

@@ -57,10 +57,10 @@ describe('inboxHandler (direct)', () => {
         await gate;
       },
     });
-    const delivery: Delivery = { consumer: 'racer', eventId: m.eventId, routingKey: m.routingKey, body: m.body, headers: {}, attempt: 1, redelivered: false };
+    const delivery: Delivery = { consumer: 'racer', eventId: m.eventId, routingKey: m.routingKey, body: m.body, headers: {}, attempt: 1, deliveries: 1, redelivered: false };
     const first = handler(delivery);
     await eventually(() => expect(runs).toBe(1));
-    const second = handler({ ...delivery, redelivered: true });
+    const second = handler({ ...delivery, deliveries: 2, redelivered: true });
     // The second is blocked on the first's uncommitted dedup row.
     await eventually(async () => expect((await db.sql`select count(*)::int as n from pg_stat_activity where application_name = 'inbox-test' and wait_event_type = 'Lock'`)[0]!.n).toBe(1));
     release();

@@ -16,6 +16,7 @@ export {
   PublishRejectedError,
   ReplayOutOfWindowError,
   InvalidReplayRangeError,
+  InvalidRedriveIdError,
 } from './errors.ts';
 
 /** The event as staged (`EventInput`) and as carried (`EventEnvelope`), and the envelope codec. */

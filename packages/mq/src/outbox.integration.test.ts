@@ -201,6 +201,16 @@ describe('OutboxWorker.drainOnce', () => {
     expect(await worker().drainOnce()).toMatchObject({ published: 1 });
     await eventually(() => expect(seen.map((e) => e.eventId)).toContain(poison));
   });
+
+  // Found by the HTTP fuzzer: ids "5404763633543596589" and "9986133749663848685" passed the route's
+  // 19-digit pattern, and the second, past int8, failed the `::bigint[]` cast (22003): a 500.
+  it.each(['9986133749663848685', '9223372036854775808', '0', 0, -1, 1.5, 'x'])('redriveParked refuses the id %s as an InvalidRedriveIdError before touching a row', async (id) => {
+    await expect(redriveParked(db.sql, windows, { ids: ['5404763633543596589', id] })).rejects.toMatchObject({ name: 'InvalidRedriveIdError', code: 'invalid_redrive_id', id });
+  });
+
+  it('redriveParked takes the largest bigint id', async () => {
+    expect(await redriveParked(db.sql, windows, { ids: ['9223372036854775807', 1n, 2] })).toEqual({ redriven: 0, refused: 0 });
+  });
 });
 
 describe('OutboxWorker against a RabbitMQ outage', () => {

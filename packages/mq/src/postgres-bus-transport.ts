@@ -2,10 +2,13 @@ import { classifyPgError, createClient, type Sql } from '@craig/db';
 import pino, { type Logger } from 'pino';
 import { assertEventId } from './envelope.ts';
 import { InvalidEventError, MessageTooLargeError, PublishRejectedError, TransportUnavailableError } from './errors.ts';
-import { BUS_CHANNEL, BusDeadLetterLoop, BusEventLoop } from './internal/bus-subscription.ts';
+import { BusDeadLetterLoop } from './internal/bus-dead-letter-loop.ts';
+import { BusEventLoop } from './internal/bus-event-loop.ts';
+import { BUS_CHANNEL } from './internal/bus-loop.ts';
 import { assertRoutingKey, topicRegex } from './internal/topic.ts';
 import {
   assertConsumerName,
+  assertDeliveryBounds,
   DEFAULT_MAX_MESSAGE_BYTES,
   DEFAULT_PREFETCH,
   defaultRetryDelayMs,
@@ -38,9 +41,11 @@ export interface PostgresBusTransportOptions {
  * The PostgreSQL bus: the zero-install transport. Publishing copies each message into
  * `bus_deliveries` once per subscribed consumer whose patterns match (routing in SQL, so a
  * subscription is effective for every publish after it commits) and NOTIFYs those consumers.
- * Consumers claim with `FOR UPDATE SKIP LOCKED`; acknowledging deletes the row, so the table
- * only ever holds undelivered messages. Dead letters move to `bus_dead_letters` and stay there,
- * counted, until the dead-letter consumer acknowledges them.
+ * Consumers claim with `SKIP LOCKED` and count each delivery in `bus_delivery_counts` before
+ * the handler runs, so a message whose consumer dies holding it is dead-lettered after
+ * `maxDeliveries` such deliveries instead of being handed out forever. Acknowledging deletes
+ * the row (and its count), so the tables only ever hold undelivered messages. Dead letters move
+ * to `bus_dead_letters` and stay there, counted, until the dead-letter consumer acknowledges them.
  */
 export async function createPostgresBusTransport(options: PostgresBusTransportOptions): Promise<Transport> {
   const transport = new PostgresBusTransport(options);
@@ -146,7 +151,7 @@ class PostgresBusTransport implements Transport {
   async subscribe(options: SubscribeOptions, handler: (delivery: Delivery) => Promise<void>): Promise<Subscription> {
     assertConsumerName(options.consumer);
     const regex = topicRegex(options.patterns);
-    if (!Number.isInteger(options.maxRetries) || options.maxRetries < 0) throw new RangeError(`maxRetries must be a non-negative integer: ${options.maxRetries}`);
+    const { maxRetries, maxDeliveries } = assertDeliveryBounds(options);
     this.assertOpen();
     await this.sql`
       insert into bus_subscriptions (consumer, patterns, pattern_regex)
@@ -154,17 +159,19 @@ class PostgresBusTransport implements Transport {
       on conflict (consumer) do update
         set patterns = excluded.patterns, pattern_regex = excluded.pattern_regex, updated_at = now()
         where bus_subscriptions.pattern_regex is distinct from excluded.pattern_regex`;
-    const loop = new BusEventLoop(
-      options.consumer,
-      this.consumerClient(options.consumer),
-      options.prefetch ?? DEFAULT_PREFETCH,
-      this.options.pollIntervalMs ?? 1000,
-      this.logger,
-      (l) => this.loops.delete(l),
-      options.maxRetries,
-      options.retryDelayMs ?? defaultRetryDelayMs,
+    const loop = new BusEventLoop({
+      consumer: options.consumer,
+      sql: this.consumerClient(options.consumer),
+      counts: this.sql,
+      prefetch: options.prefetch ?? DEFAULT_PREFETCH,
+      pollIntervalMs: this.options.pollIntervalMs ?? 1000,
+      logger: this.logger,
+      onClosed: (l) => this.loops.delete(l),
+      maxRetries,
+      maxDeliveries,
+      retryDelayMs: options.retryDelayMs ?? defaultRetryDelayMs,
       handler,
-    );
+    });
     return this.startLoop(loop);
   }
 

@@ -2,11 +2,14 @@ import { once } from 'node:events';
 import { connect, type ChannelModel, type ConfirmChannel, type RecoveringChannelModel } from 'amqplib';
 import pino, { type Logger } from 'pino';
 import { MessageTooLargeError, PublishRejectedError, TransportUnavailableError } from './errors.ts';
-import { DeadLetterSubscription, EventSubscription, type QueueSpec, type RabbitSubscription } from './internal/rabbitmq-subscription.ts';
+import { DeadLetterSubscription } from './internal/rabbitmq-dead-letter-subscription.ts';
+import { EventSubscription } from './internal/rabbitmq-event-subscription.ts';
+import type { QueueSpec, RabbitSubscription } from './internal/rabbitmq-subscription.ts';
 import { sleep } from './internal/sleep.ts';
 import { assertRoutingKey, assertTopicPattern } from './internal/topic.ts';
 import {
   assertConsumerName,
+  assertDeliveryBounds,
   DEFAULT_MAX_MESSAGE_BYTES,
   DEFAULT_PREFETCH,
   defaultRetryDelayMs,
@@ -246,7 +249,7 @@ class RabbitMqTransport implements Transport {
     assertConsumerName(options.consumer);
     for (const p of options.patterns) assertTopicPattern(p);
     if (options.patterns.length === 0) throw new RangeError(`consumer ${options.consumer}: at least one pattern is required`);
-    if (!Number.isInteger(options.maxRetries) || options.maxRetries < 0) throw new RangeError(`maxRetries must be a non-negative integer: ${options.maxRetries}`);
+    const { maxRetries, maxDeliveries } = assertDeliveryBounds(options);
     const queue = `${this.exchange}.${options.consumer}`;
     const spec: QueueSpec = {
       queue,
@@ -258,7 +261,7 @@ class RabbitMqTransport implements Transport {
         for (const pattern of options.patterns) await channel.bindQueue(queue, this.exchange, pattern);
       },
     };
-    const sub = new EventSubscription(spec, this.logger, (s) => this.subscriptions.delete(s), () => this.current, this.dlx, options.maxRetries, handler);
+    const sub = new EventSubscription(spec, this.logger, (s) => this.subscriptions.delete(s), () => this.current, { dlx: this.dlx, maxRetries, maxDeliveries, handler });
     return this.attach(sub);
   }
 

@@ -1,4 +1,5 @@
 import type { Sql } from '@craig/db';
+import { InvalidRedriveIdError } from './errors.ts';
 import type { ParkReason } from './internal/drain.ts';
 import { horizonSql, type RetentionWindows } from './internal/horizon.ts';
 
@@ -25,10 +26,20 @@ export interface RedriveResult {
  * window limits it; a parked REPLAY (it was delivered once before) past the replay horizon is
  * refused and stays parked. Oldest first, at most `limit` rows.
  */
+const MAX_BIGINT = 2n ** 63n - 1n;
+
+// Checked here, not left to the `::bigint[]` cast: an id past int8 would fail the whole
+// statement (22003) as a server error instead of naming the offending id.
+function outboxId(id: string | number | bigint): string {
+  const text = typeof id === 'bigint' ? id.toString() : typeof id === 'number' && Number.isSafeInteger(id) ? String(id) : typeof id === 'string' && /^[0-9]{1,19}$/.test(id) ? id : undefined;
+  if (text === undefined || BigInt(text) < 1n || BigInt(text) > MAX_BIGINT) throw new InvalidRedriveIdError(id);
+  return text;
+}
+
 export async function redriveParked(sql: Sql, windows: RetentionWindows, options: RedriveOptions = {}): Promise<RedriveResult> {
   const limit = options.limit ?? 10_000;
   if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer: ${limit}`);
-  const ids = options.ids?.map((id) => String(id));
+  const ids = options.ids?.map(outboxId);
   const [row] = await sql<{ redriven: number; refused: number }[]>`
     with candidates as (
       select id, coalesce(replayed_at is not null and created_at < ${horizonSql(sql, windows)}, false) as past

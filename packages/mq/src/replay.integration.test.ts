@@ -86,6 +86,18 @@ describe('replayEvents', () => {
     await expect(replayEvents(pool, { from: 'yesterday', to: new Date() }, windows)).rejects.toMatchObject({ code: 'invalid_replay_range', from: 'yesterday' });
   });
 
+  // Found by the HTTP fuzzer: `to` 2026-12-03 with `from` -000001-01-01T00:00:00Z reached PostgreSQL, which
+  // refused the expanded year (22007), and the replay route answered 500.
+  it.each([
+    ['from', '-000001-01-01T00:00:00Z', 'to', new Date().toISOString()],
+    ['to', '+010000-01-01T00:00:00Z', 'from', new Date(Date.now() - DAY).toISOString()],
+  ])('refuses a %s of %s (outside the years 0001 to 9999) as an invalid range, not a database error', async (bound, value, other, otherValue) => {
+    const range = { [bound]: value, [other]: otherValue } as { from: string; to: string };
+    const refused = replayEvents(pool, range, windows);
+    await expect(refused).rejects.toBeInstanceOf(InvalidReplayRangeError);
+    await expect(refused).rejects.toThrow(`"${value}" is outside the years 0001 to 9999`);
+  });
+
   it('a replayed row that is past the horizon at publish time is parked, not published, and redrive refuses it', async () => {
     await seedOutbox(db.sql, { n: 1, ageDays: 10, published: true });
     await seedOutbox(db.sql, { n: 1, ageDays: 10 }); // never delivered: past nothing, published normally

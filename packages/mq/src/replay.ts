@@ -45,8 +45,15 @@ export async function replayEvents(sql: Sql | TransactionSql, range: ReplayRange
   return 'savepoint' in sql ? run(sql) : (sql).begin(run);
 }
 
+// JavaScript dates reach ±275,760 years; PostgreSQL's timestamptz input does not take the
+// expanded ISO years (`-000001-…`, `+010000-…`) that `toISOString` writes outside 0000–9999.
+// A bound past them is a malformed request (400), not a server error.
+const MIN_TIME = Date.UTC(1, 0, 1);
+const MAX_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 function toDate(value: Date | string, range: ReplayRange): Date {
   const date = value instanceof Date ? value : typeof value === 'string' ? new Date(value) : new Date(Number.NaN);
   if (Number.isNaN(date.getTime())) throw new InvalidReplayRangeError(range.from, range.to, `${JSON.stringify(value)} is not a timestamp`);
+  if (date.getTime() < MIN_TIME || date.getTime() > MAX_TIME) throw new InvalidReplayRangeError(range.from, range.to, `${JSON.stringify(value)} is outside the years 0001 to 9999`);
   return date;
 }

@@ -18,7 +18,12 @@ export interface OutgoingMessage {
  */
 export type PublishOutcome = { readonly ok: true } | { readonly ok: false; readonly kind: 'unavailable' | 'rejected' | 'too_large'; readonly error: Error };
 
-/** A message handed to a consumer's handler. */
+/**
+ * A message handed to a consumer's handler. Every hand-out is a *delivery*, whatever the handler
+ * then does: resolve (acknowledged), throw (a failed attempt, retried under `maxRetries`), or
+ * never finish because its process died or it timed out (unacknowledged: counted against
+ * `maxDeliveries`).
+ */
 export interface Delivery {
   readonly consumer: string;
   readonly eventId: string;
@@ -26,19 +31,26 @@ export interface Delivery {
   readonly body: string;
   readonly headers: Readonly<Record<string, string>>;
   /**
-   * 1 for the first handler attempt; each failed attempt is retried with the next number. A
-   * consumer that dies holding the message does not count: the next instance gets the same
-   * number (so a message that crashes its consumer every time is redelivered forever).
+   * 1 for the first handler attempt; each attempt that threw is retried with the next number.
+   * A delivery whose consumer died (or timed out) holding it is not an attempt: the next
+   * instance gets the same number, and `deliveries` counts it instead.
    */
   readonly attempt: number;
   /**
-   * The message was handed out before: RabbitMQ's redelivered flag (also after a consumer
-   * died), or on the bus after a failed attempt (the bus cannot see a death).
+   * Which hand-out of this message this is, 1 for the first: every delivery so far, over all
+   * attempts, counted in a committed record before the handler runs (the bus) or when the
+   * broker hands an unacknowledged message out again (RabbitMQ).
    */
+  readonly deliveries: number;
+  /** The message was handed out before (`deliveries > 1`): a failed attempt, or a consumer that died holding it. */
   readonly redelivered: boolean;
 }
 
-/** A message a consumer gave up on after its retries, with the last error. */
+/**
+ * A message a consumer gave up on: past its retries (the last error), not an envelope at all,
+ * or delivered `maxDeliveries` times without an acknowledgement (its consumer died or timed out
+ * each time; the error says so and the handler was not run again).
+ */
 export interface DeadLetter {
   /** The consumer that gave up. */
   readonly consumer: string;
@@ -47,8 +59,14 @@ export interface DeadLetter {
   readonly body: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly error: string;
-  /** Handler attempts made before giving up. */
+  /** The handler attempt it got to: the attempts that threw, plus the one that gave up or kept dying. */
   readonly attempts: number;
+  /**
+   * Times it was handed to a handler, over all attempts. A message RabbitMQ dead-lettered
+   * itself (a queue policy's TTL or length limit) carries the hand-outs recorded on it, 0 when
+   * none; a bus dead letter from before the count carries its attempts.
+   */
+  readonly deliveries: number;
   readonly deadLetteredAt: string;
 }
 
@@ -59,6 +77,13 @@ export interface SubscribeOptions {
   readonly patterns: readonly string[];
   /** Retries after a failed first attempt; past them the message is dead-lettered with its error. */
   readonly maxRetries: number;
+  /**
+   * Deliveries without an acknowledgement (the handler never resolved nor threw: its process
+   * died, or it timed out) after which the message is dead-lettered instead of being handed out
+   * again; default {@link DEFAULT_MAX_DELIVERIES}. Independent of `maxRetries`: an attempt that
+   * threw is settled, so it does not count here, and a death does not use up a retry.
+   */
+  readonly maxDeliveries?: number;
   /** Handlers in flight at once for this subscription; default 8 (1 handles in order). */
   readonly prefetch?: number;
   /** Delay before retry `attempt + 1`; default 100 ms doubling to 5 s. */
@@ -89,7 +114,9 @@ export interface Subscription {
  * A topic-routed, at-least-once message transport. Both implementations (RabbitMQ and the
  * PostgreSQL bus) pass the same contract suite (test/transport-contract.ts):
  * publish/consume, fan-out to every bound consumer, redelivery of what a dead consumer held,
- * retries then a dead letter with the error, consuming the dead letters, topic patterns, and
+ * retries then a dead letter with the error, a dead letter instead of delivery number
+ * `maxDeliveries + 1` of a message no consumer ever acknowledged (without taking the messages
+ * that were in flight beside it along), consuming the dead letters, topic patterns, and
  * refusal of oversize messages.
  */
 export interface Transport {
@@ -108,6 +135,8 @@ export interface Transport {
   close(options?: CloseOptions): Promise<void>;
 }
 
+/** Default unacknowledged deliveries before a dead letter (INBOX_MAX_DELIVERIES). */
+export const DEFAULT_MAX_DELIVERIES = 5;
 /** Default handlers in flight per subscription. */
 export const DEFAULT_PREFETCH = 8;
 /** Default transport message limit: 1 MiB, four times the default staged payload bound. */
@@ -119,6 +148,19 @@ export function assertConsumerName(consumer: unknown): asserts consumer is strin
   if (typeof consumer !== 'string' || !CONSUMER.test(consumer)) {
     throw new InvalidEventError('consumer', consumer, 'must be lower-case letters, digits, "_", "." or "-", starting with a letter (at most 100)');
   }
+}
+
+/** The retry and delivery bounds of a subscription, checked: a `RangeError` naming the value. */
+export function assertDeliveryBounds(options: Pick<SubscribeOptions, 'maxRetries' | 'maxDeliveries'>): { readonly maxRetries: number; readonly maxDeliveries: number } {
+  const { maxRetries, maxDeliveries = DEFAULT_MAX_DELIVERIES } = options;
+  if (!Number.isInteger(maxRetries) || maxRetries < 0) throw new RangeError(`maxRetries must be a non-negative integer: ${maxRetries}`);
+  if (!Number.isInteger(maxDeliveries) || maxDeliveries < 1) throw new RangeError(`maxDeliveries must be a positive integer: ${maxDeliveries}`);
+  return { maxRetries, maxDeliveries };
+}
+
+/** The dead letter's error when a message was delivered `deliveries` times and never acknowledged. */
+export function deliveryLimitError(deliveries: number): string {
+  return `delivered ${deliveries} times without an acknowledgement: its consumer died or timed out each time`;
 }
 
 /** 100 ms, doubling, at most 5 s. */

@@ -160,7 +160,7 @@ export function transportContract(name: string, setup: () => Promise<ContractHar
     it('retries a failing handler with increasing attempts, then dead-letters it with its error', async () => {
       const consumer = harness.consumer('dlq');
       const got = recorder<Delivery>({ fail: () => true });
-      const sub = await transport.subscribe({ consumer, patterns: ['dlq.*'], maxRetries: 2, prefetch: 1, retryDelayMs: noDelay }, got.handler);
+      const sub = await transport.subscribe({ consumer, patterns: ['dlq.*'], maxRetries: 2, maxDeliveries: 1, prefetch: 1, retryDelayMs: noDelay }, got.handler);
       const m = message('dlq.poison', { poison: true });
       const before = await transport.deadLetterCount();
       expect(await transport.publish([m])).toEqual([{ ok: true }]);
@@ -171,6 +171,8 @@ export function transportContract(name: string, setup: () => Promise<ContractHar
         [m.eventId, 2],
         [m.eventId, 3],
       ]);
+      // Each thrown attempt is a delivery, settled: none of them counts against maxDeliveries (1).
+      expect(got.items.map((d) => d.deliveries)).toEqual([1, 2, 3]);
       await sub.close();
 
       // Consuming the dead-letter queue: a failing dead-letter handler sees it again (dead
@@ -180,11 +182,118 @@ export function transportContract(name: string, setup: () => Promise<ContractHar
       const dlq = await transport.subscribeDeadLetters({ prefetch: 1, retryDelayMs: noDelay }, dead.handler);
       await eventually(() => expect(dead.items.filter((d) => d.eventId === m.eventId).length).toBe(2));
       const letter = dead.items.find((d) => d.eventId === m.eventId)!;
-      expect(letter).toMatchObject({ consumer, routingKey: 'dlq.poison', body: m.body, attempts: 3 });
+      expect(letter).toMatchObject({ consumer, routingKey: 'dlq.poison', body: m.body, attempts: 3, deliveries: 3 });
       expect(letter.error).toContain('boom 3');
       expect(Number.isNaN(Date.parse(letter.deadLetteredAt))).toBe(false);
       await eventually(async () => expect(await transport.deadLetterCount()).toBe(0));
       await dlq.close();
+    });
+
+    it('dead-letters a message delivered maxDeliveries times without an acknowledgement, instead of handing it out again', async () => {
+      const consumer = harness.consumer('limit');
+      const m = message('limit.poison');
+      const seen: Delivery[] = [];
+      // Each instance is handed the message and dies holding it (its handler never settles).
+      for (let life = 1; life <= 2; life++) {
+        const dying = await open();
+        const held = recorder<Delivery>({ hold: true });
+        await dying.subscribe({ consumer, patterns: ['limit.*'], maxRetries: 3, maxDeliveries: 2, prefetch: 1 }, held.handler);
+        if (life === 1) expect(await transport.publish([m])).toEqual([{ ok: true }]);
+        seen.push(...(await held.waitFor(1)));
+        await dying.close({ graceMs: 0 });
+      }
+      expect(seen.map((d) => [d.eventId, d.attempt, d.deliveries, d.redelivered])).toEqual([
+        [m.eventId, 1, 1, false],
+        [m.eventId, 1, 2, true],
+      ]);
+      const letters = recorder<DeadLetter>();
+      const dlq = await transport.subscribeDeadLetters({ prefetch: 1 }, letters.handler);
+      const next = recorder<Delivery>();
+      const sub = await transport.subscribe({ consumer, patterns: ['limit.*'], maxRetries: 3, maxDeliveries: 2, prefetch: 1 }, next.handler);
+      const end = message('limit.end');
+      await transport.publish([end]);
+      await next.waitFor(1);
+      await eventually(() => expect(letters.items.map((l) => l.eventId)).toContain(m.eventId));
+      // Not handed out a third time; the message after it flows.
+      expect(next.items.map((d) => d.eventId)).toEqual([end.eventId]);
+      expect(letters.items.find((l) => l.eventId === m.eventId)).toMatchObject({
+        consumer,
+        routingKey: 'limit.poison',
+        body: m.body,
+        attempts: 1,
+        deliveries: 2,
+        error: 'delivered 2 times without an acknowledgement: its consumer died or timed out each time',
+      });
+      await Promise.all([sub.close(), dlq.close()]);
+    });
+
+    it('counts deaths against the message that kept dying, not against what was in flight beside it', async () => {
+      const consumer = harness.consumer('isolate');
+      const [a, b, poison, c] = [message('isolate.a'), message('isolate.b'), message('isolate.poison', { poison: true }), message('isolate.c')];
+      const handled: Delivery[] = [];
+      const poisonSeen: Delivery[] = [];
+      // Life 1: the consumer dies with all four in flight. Life 2: the others take a moment
+      // (so had they been handed out beside the poison, they would be in flight when it dies
+      // again). Then a consumer that lives: the poison must not reach its handler.
+      const handlerOf = (life: number) => async (d: Delivery) => {
+        if (d.eventId === poison.eventId) {
+          poisonSeen.push(d);
+          await new Promise(() => {});
+        }
+        if (life === 1) await new Promise(() => {});
+        if (life === 2) await new Promise((resolve) => setTimeout(resolve, 100));
+        handled.push(d);
+      };
+      for (let life = 1; life <= 2; life++) {
+        const dying = await open();
+        await dying.subscribe({ consumer, patterns: ['isolate.*'], maxRetries: 0, maxDeliveries: 2, prefetch: 4 }, handlerOf(life));
+        if (life === 1) expect((await transport.publish([a, b, poison, c])).every((o) => o.ok)).toBe(true);
+        await eventually(() => expect(poisonSeen).toHaveLength(life));
+        await dying.close({ graceMs: 0 });
+      }
+      const letters = recorder<DeadLetter>();
+      const dlq = await transport.subscribeDeadLetters({ prefetch: 1 }, letters.handler);
+      const sub = await transport.subscribe({ consumer, patterns: ['isolate.*'], maxRetries: 0, maxDeliveries: 2, prefetch: 4 }, handlerOf(3));
+      await eventually(() => expect(new Set(handled.map((d) => d.eventId))).toEqual(new Set([a.eventId, b.eventId, c.eventId])));
+      await eventually(() => expect(letters.items.map((l) => l.eventId)).toContain(poison.eventId));
+      // The first death caught the others unsettled, once; after it, the poison was handed out
+      // alone, so its second death counted against it only, and none of them was dead-lettered.
+      expect(handled.every((d) => d.deliveries === 2)).toBe(true);
+      expect(poisonSeen.map((d) => d.deliveries)).toEqual([1, 2]);
+      await eventually(async () => expect(await transport.deadLetterCount()).toBe(0));
+      expect(letters.items.filter((l) => l.consumer === consumer).map((l) => [l.eventId, l.deliveries])).toEqual([[poison.eventId, 2]]);
+      await Promise.all([sub.close(), dlq.close()]);
+    });
+
+    it('bounds thrown failures and deaths independently: a death uses no retry, a thrown attempt is no unacknowledged delivery', async () => {
+      const consumer = harness.consumer('bounds');
+      const m = message('bounds.mixed');
+      const seen: Delivery[] = [];
+      // Attempt 1 throws (settled: retried as attempt 2); attempt 2 kills its consumer, twice.
+      const handler = async (d: Delivery) => {
+        seen.push(d);
+        if (d.attempt === 1) throw new Error('attempt 1 fails');
+        await new Promise(() => {});
+      };
+      for (let life = 1; life <= 2; life++) {
+        const dying = await open();
+        await dying.subscribe({ consumer, patterns: ['bounds.*'], maxRetries: 1, maxDeliveries: 2, prefetch: 1, retryDelayMs: noDelay }, handler);
+        if (life === 1) expect(await transport.publish([m])).toEqual([{ ok: true }]);
+        await eventually(() => expect(seen.filter((d) => d.attempt === 2)).toHaveLength(life));
+        await dying.close({ graceMs: 0 });
+      }
+      expect(seen.map((d) => [d.attempt, d.deliveries])).toEqual([
+        [1, 1],
+        [2, 2],
+        [2, 3],
+      ]);
+      const letters = recorder<DeadLetter>();
+      const dlq = await transport.subscribeDeadLetters({ prefetch: 1 }, letters.handler);
+      const sub = await transport.subscribe({ consumer, patterns: ['bounds.*'], maxRetries: 1, maxDeliveries: 2, prefetch: 1, retryDelayMs: noDelay }, handler);
+      await eventually(() => expect(letters.items.map((l) => l.eventId)).toContain(m.eventId));
+      expect(seen).toHaveLength(3);
+      expect(letters.items.find((l) => l.eventId === m.eventId)).toMatchObject({ consumer, attempts: 2, deliveries: 3, error: 'delivered 3 times without an acknowledgement: its consumer died or timed out each time' });
+      await Promise.all([sub.close(), dlq.close()]);
     });
 
     it('refuses an oversize message without sending it, and sends the rest of the batch', async () => {
@@ -220,6 +329,8 @@ export function transportContract(name: string, setup: () => Promise<ContractHar
     it('refuses bad consumer names and patterns with a clear error', async () => {
       await expect(transport.subscribe({ consumer: 'Bad Name', patterns: ['#'], maxRetries: 0 }, async () => {})).rejects.toThrow(/consumer/);
       await expect(transport.subscribe({ consumer: harness.consumer('bad'), patterns: ['case.**'], maxRetries: 0 }, async () => {})).rejects.toThrow(/pattern/);
+      await expect(transport.subscribe({ consumer: harness.consumer('bad'), patterns: ['#'], maxRetries: 0, maxDeliveries: 0 }, async () => {})).rejects.toThrow('maxDeliveries must be a positive integer: 0');
+      await expect(transport.subscribe({ consumer: harness.consumer('bad'), patterns: ['#'], maxRetries: 0, maxDeliveries: 1.5 }, async () => {})).rejects.toThrow('maxDeliveries must be a positive integer: 1.5');
     });
   });
 }

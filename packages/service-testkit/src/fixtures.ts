@@ -64,5 +64,5 @@ export function caseEventBody(eventType: string, caseId: string, eventId: string
 export function caseEventDelivery(sql: Sql, consumer: { readonly consumer: string; readonly handler: EventHandler }): (eventType: string, caseId: string, eventId?: string) => Promise<void> {
   const handle = inboxHandler({ sql, consumer: consumer.consumer, handler: consumer.handler });
   return (eventType, caseId, eventId = randomUUID()) =>
-    handle({ consumer: consumer.consumer, eventId, routingKey: eventType, headers: {}, attempt: 1, redelivered: false, body: caseEventBody(eventType, caseId, eventId) });
+    handle({ consumer: consumer.consumer, eventId, routingKey: eventType, headers: {}, attempt: 1, deliveries: 1, redelivered: false, body: caseEventBody(eventType, caseId, eventId) });
 }

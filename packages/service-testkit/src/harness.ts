@@ -7,7 +7,7 @@ import { Registry } from 'prom-client';
 import { caseEventDelivery } from './fixtures.ts';
 import { testTransport, type TestTransport, type TransportKind } from './transport.ts';
 
-export const ADMIN_TOKEN = 'an-admin-token-for-tests';
+export const ADMIN_TOKEN = 'an-admin-token-for-tests-0123456789';
 
 /** The dependencies every service's `createService` takes, with test values. */
 export interface CommonDeps {

@@ -15,3 +15,7 @@ export { startFleet, type Fleet, type FleetMember, type FleetService } from './f
 export { demoContext, jsonStub, listenLocally } from './demo.ts';
 export { archiveEngineOn, crashAfter, expectArchiveRunGuarded, expectBatchAnnouncements, expectEventAdminRoutes, expectLedger, expectNothingArchived, expectRefusedQuery, expectServiceEndpoints, expectTransportSweep, startTimerLoop } from './checks.ts';
 export { objectStoreEnv, runToExit, serviceEnv, startMain, stoppedSteps, waitReady, type MainProcess } from './main-process.ts';
+/** Property tests of a service's whole HTTP surface (fast-check): every route, hostile input, typed refusals, the database unchanged when refused. */
+/** fast-check itself, so a service's fuzz test builds its route shapes without a dependency of its own. */
+export { default as fc } from 'fast-check';
+export { COMMON_SHAPES, databaseFingerprint, describeHttpFuzz, field, formatReport, fuzzRoute, fuzzRuns, fuzzSeed, hostileScalar, routesWithShapes, shapedObject, type FuzzRouteReport, type FuzzTarget, type HttpSurface, type RouteShape, type RouteShapes } from './fuzz.ts';

@@ -11,6 +11,11 @@ export interface TestTransport {
   readonly kind: TransportKind;
   /** Open another client of the same transport (a producer, another consumer service). */
   open(service: string): Promise<Transport>;
+  /**
+   * The settings that put a service's `main.ts` child on this transport
+   * (`CRAIG_<SVC>__TRANSPORT` with `BUS_DATABASE_URL`, or `AMQP_URL` and `AMQP_EXCHANGE`).
+   */
+  env(service: string): Record<string, string>;
   /** Drop the bus database, or delete the exchange, its dead-letter exchange and the named queues. */
   drop(): Promise<void>;
 }
@@ -27,16 +32,24 @@ export interface TestTransportOptions {
 export async function testTransport(kind: TransportKind, options: TestTransportOptions): Promise<TestTransport> {
   if (kind === 'postgres') {
     const bus = await testDatabase({ template: migrationTemplate([BUS_MIGRATIONS]), prefix: `${options.name}_bus`, max: 1 });
-    return { kind, open: (service) => createPostgresBusTransport({ url: bus.url, service, pollIntervalMs: options.pollIntervalMs ?? 100 }), drop: () => bus.drop() };
+    return {
+      kind,
+      open: (service) => createPostgresBusTransport({ url: bus.url, service, pollIntervalMs: options.pollIntervalMs ?? 100 }),
+      env: (service) => ({ [`${prefix(service)}TRANSPORT`]: 'postgres', [`${prefix(service)}BUS_DATABASE_URL`]: bus.url }),
+      drop: () => bus.drop(),
+    };
   }
   const url = await rabbitmq();
   const exchange = `craig.test.${options.name}.${randomBytes(4).toString('hex')}`;
   return {
     kind,
     open: (service) => createRabbitMqTransport({ url, exchange, service }),
+    env: (service) => ({ [`${prefix(service)}TRANSPORT`]: 'rabbitmq', [`${prefix(service)}AMQP_URL`]: url, [`${prefix(service)}AMQP_EXCHANGE`]: exchange }),
     drop: () => deleteRabbitMqExchange(url, exchange, options.queues ?? []),
   };
 }
+
+const prefix = (service: string) => `CRAIG_${service.toUpperCase()}__`;
 
 /** Delete a test exchange, its dead-letter exchange, the queues of `consumers` and its dead-letter queue. */
 export async function deleteRabbitMqExchange(url: string, exchange: string, consumers: readonly string[]): Promise<void> {

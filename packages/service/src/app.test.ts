@@ -24,7 +24,7 @@ describe('createHttpApp', () => {
     service: 'cases',
     logger: silentLogger(),
     registry,
-    adminToken: 'a-long-enough-admin-token',
+    adminToken: 'a-long-enough-admin-token-0123456789',
     readiness: [{ name: 'database', check: async () => void (ready || (await Promise.reject(new Error('connection refused')))) }],
   });
   app.post('/v1/admin/replay', async () => {
@@ -35,6 +35,10 @@ describe('createHttpApp', () => {
   });
   app.get('/v1/bug', async () => {
     throw new Error('secret internals');
+  });
+  // A driver's error has a string code no table entry knows (what postgres.js throws).
+  app.get('/v1/driver-bug', async () => {
+    throw Object.assign(new Error('invalid input syntax for type timestamp'), { code: '22007', routine: 'DateTimeParseError', where: 'parameter $3' });
   });
   app.post('/v1/echo', { schema: { body: { type: 'object', required: ['n'], properties: { n: { type: 'integer' } } } } }, async (req) => req.body);
   beforeAll(() => app.ready());
@@ -55,7 +59,7 @@ describe('createHttpApp', () => {
   it('guards /v1/admin/* with the bearer token', async () => {
     expect((await app.inject({ method: 'POST', url: '/v1/admin/replay' })).statusCode).toBe(401);
     expect((await app.inject({ method: 'POST', url: '/v1/admin/replay', headers: { authorization: 'Bearer wrong' } })).statusCode).toBe(401);
-    const ok = await app.inject({ method: 'POST', url: '/v1/admin/replay', headers: { authorization: 'Bearer a-long-enough-admin-token' } });
+    const ok = await app.inject({ method: 'POST', url: '/v1/admin/replay', headers: { authorization: 'Bearer a-long-enough-admin-token-0123456789' } });
     expect(ok.statusCode).toBe(400);
     expect(ok.json()).toEqual({ error: { code: 'replay_out_of_window', message: 'from is before the replay horizon 2026-11-02T00:00:00Z', retryable: false, boundary: '2026-11-02T00:00:00Z' } });
   });
@@ -65,12 +69,31 @@ describe('createHttpApp', () => {
     const bug = await app.inject('/v1/bug');
     expect(bug.statusCode).toBe(500);
     expect(bug.body).not.toContain('secret internals');
+    // Found by the HTTP fuzzer: a PostgresError's 500 echoed the server's file, line, routine and parameters.
+    const driver = await app.inject('/v1/driver-bug');
+    expect(driver.statusCode).toBe(500);
+    expect(driver.json()).toEqual({ error: { code: 'internal', message: 'internal error' } });
     const invalid = await app.inject({ method: 'POST', url: '/v1/echo', payload: { n: 'x' } });
     expect(invalid.statusCode).toBe(400);
     expect(invalid.json().error.code).toBe('invalid_request');
     const malformed = await app.inject({ method: 'POST', url: '/v1/echo', payload: '{', headers: { 'content-type': 'application/json' } });
     expect(malformed.statusCode).toBe(400);
     expect((await app.inject('/nope')).statusCode).toBe(404);
+  });
+
+  // Found by the HTTP fuzzer: safety's POST /v1/safety-reports with summary "\u0003…\u0000" answered 500
+  // (PostgreSQL text cannot store U+0000). Refused for every route at the JSON parser, naming where.
+  it('refuses U+0000 in any JSON string or key with invalid_request naming its path; prototype keys too', async () => {
+    const nul = await app.inject({ method: 'POST', url: '/v1/echo', payload: '{"n":1,"list":["ok","b\\u0000"]}', headers: { 'content-type': 'application/json' } });
+    expect(nul.statusCode).toBe(400);
+    expect(nul.json().error).toMatchObject({ code: 'invalid_request', field: 'body.list[1]' });
+    const key = await app.inject({ method: 'POST', url: '/v1/echo', payload: '{"n":1,"a\\u0000":2}', headers: { 'content-type': 'application/json' } });
+    expect(key.json().error).toMatchObject({ code: 'invalid_request', field: 'body."a\\u0000"' });
+    // An escaped backslash before "u0000" is no NUL: accepted.
+    expect((await app.inject({ method: 'POST', url: '/v1/echo', payload: '{"n":1,"s":"\\\\u0000"}', headers: { 'content-type': 'application/json' } })).statusCode).toBe(200);
+    const proto = await app.inject({ method: 'POST', url: '/v1/echo', payload: '{"n":1,"__proto__":{"x":1}}', headers: { 'content-type': 'application/json' } });
+    expect(proto.statusCode).toBe(400);
+    expect(proto.json().error.code).toBe('invalid_request');
   });
 });
 

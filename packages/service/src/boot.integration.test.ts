@@ -34,7 +34,7 @@ async function setup() {
   const settings = loadServiceSettings('cases', {
     CRAIG_CASES__DATABASE_URL: db.url,
     CRAIG_CASES__BUS_DATABASE_URL: bus.url,
-    CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests',
+    CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests-0123456789',
     CRAIG_CASES__HTTP_PORT: '0',
   });
   return { db, bus, settings, ...capturingLogger() };

@@ -2,7 +2,7 @@
 // transport → the service's parts → start in order → listen; stopped in reverse order.
 import { createClient, migrate, type MigrationSet, type Sql } from '@craig/db';
 import { BUS_MIGRATIONS, createTransport, startConsumer, type EventHandler, type OutboxWorker, type SubscribeOptions, type Transport } from '@craig/mq';
-import { loadServiceSettings, type BaseSettings, type Env, type ServiceName, type SettingsFor } from '@craig/settings';
+import { loadServiceSettings, secretValues, type BaseSettings, type Env, type ServiceName, type SettingsFor } from '@craig/settings';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
@@ -20,7 +20,9 @@ export interface BootContext<S extends BaseSettings = BaseSettings> {
   readonly registry: Registry;
   /**
    * What every `createService(deps)` takes, from the above and the settings (database URL,
-   * admin token, transport-sweep windows, OUTBOX_MAX_ATTEMPTS, EVENT_PRUNE_EVERY_TICKS):
+   * admin token, transport-sweep windows, OUTBOX_MAX_ATTEMPTS, EVENT_PRUNE_EVERY_TICKS; a
+   * service that opens its consumers itself adds INBOX_MAX_RETRIES and INBOX_MAX_DELIVERIES,
+   * `inboxDeps(settings)`):
    * `createService({ ...ctx.coreDeps, …the service's own })`.
    */
   readonly coreDeps: ServiceCoreDeps;
@@ -32,10 +34,12 @@ export interface BootContext<S extends BaseSettings = BaseSettings> {
 }
 
 /** An inbox consumer the boot helper subscribes with `startConsumer` (the service's pool, registry, logger). */
-export interface ConsumerSpec extends Omit<SubscribeOptions, 'maxRetries'> {
+export interface ConsumerSpec extends Omit<SubscribeOptions, 'maxRetries' | 'maxDeliveries'> {
   readonly handler: EventHandler;
   /** Retries before the dead letter; default the service's INBOX_MAX_RETRIES. */
   readonly maxRetries?: number;
+  /** Deliveries without an acknowledgement before the dead letter; default the service's INBOX_MAX_DELIVERIES. */
+  readonly maxDeliveries?: number;
 }
 
 /**
@@ -147,9 +151,19 @@ export async function bootService<S extends BaseSettings>(settings: S, logger: L
     life.add(outbox.name, () => outbox.stop());
   }
   for (const spec of parts.consumers ?? []) {
-    const { handler, maxRetries, ...subscribe } = spec;
+    const { handler, maxRetries, maxDeliveries, ...subscribe } = spec;
     const horizon = { service, inboxDays: settings.retention.inboxDays };
-    const subscription = await startConsumer({ ...subscribe, maxRetries: maxRetries ?? settings.inbox.maxRetries, transport, sql, handler, registry, logger, horizon });
+    const subscription = await startConsumer({
+      ...subscribe,
+      maxRetries: maxRetries ?? settings.inbox.maxRetries,
+      maxDeliveries: maxDeliveries ?? settings.inbox.maxDeliveries,
+      transport,
+      sql,
+      handler,
+      registry,
+      logger,
+      horizon,
+    });
     life.add(`consumer ${spec.consumer}`, () => subscription.close());
   }
   for (const task of parts.background ?? []) {
@@ -176,6 +190,7 @@ export async function runService<N extends ServiceName>(service: N, env: Env, op
   try {
     settings = loadServiceSettings(service, env);
   } catch (error) {
+    // The loader already redacted every secret it names (secret settings, URL passwords, misspelt secret keys).
     createLogger(service, 'info').fatal({ err: error }, `${service} service refused its settings`);
     // And as written, for the operator at a terminal: every problem on its own line, naming the
     // variable and its value unescaped (the JSON line above is for the log pipeline).
@@ -183,7 +198,8 @@ export async function runService<N extends ServiceName>(service: N, env: Env, op
     process.exitCode = 1;
     return undefined;
   }
-  const logger = createLogger(service, settings.logLevel);
+  // Every line of the service is scrubbed of the admin token, the S3 secret and database passwords.
+  const logger = createLogger(service, settings.logLevel, { secrets: secretValues(settings) });
   const life = new Lifecycle(logger);
   life.stopOnSignals();
   try {

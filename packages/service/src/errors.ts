@@ -14,12 +14,35 @@ export class ServiceError extends Error {
   }
 }
 
+const PREVIEW_ITEMS = 20;
+
+// A copy of a value at most `depth` levels deep, at most 20 items or keys per level, strings cut:
+// what a preview may show of a value that can be 100,000 levels deep or 10 MB long.
+function shallow(value: unknown, depth: number, max: number): unknown {
+  if (typeof value === 'string') return value.length > max ? `${value.slice(0, max)}…` : value;
+  if (typeof value === 'bigint') return `${value}n`;
+  if (value === null || typeof value !== 'object') return typeof value === 'symbol' || typeof value === 'function' ? String(value) : value;
+  if (Array.isArray(value)) return depth <= 0 ? '[array]' : value.slice(0, PREVIEW_ITEMS).map((v) => shallow(v, depth - 1, max));
+  if (depth <= 0) return '[object]';
+  return Object.fromEntries(Object.keys(value).slice(0, PREVIEW_ITEMS).map((k) => [k.slice(0, max), shallow((value as Record<string, unknown>)[k], depth - 1, max)]));
+}
+
+/**
+ * A value as an error message shows it: JSON of a bounded copy (three levels, 20 items or keys
+ * each), cut to `max` characters. Never throws and never recurses past three levels, whatever the
+ * input: a message is built before anything else can bound it.
+ */
+export function previewValue(value: unknown, max = 200): string {
+  const text = value === undefined ? 'undefined' : (JSON.stringify(shallow(value, 3, max)) ?? 'undefined');
+  return text.length > max ? `${text.slice(0, max)}… (${text.length > 10 * max ? 'more' : `${text.length} characters`})` : text;
+}
+
 /** A query parameter is malformed, repeated, unknown or out of range (`invalid_request`, 400), named with its value. */
 export class InvalidQueryError extends ServiceError {
   readonly parameter: string;
   readonly value: unknown;
   constructor(parameter: string, value: unknown, problem: string) {
-    super('invalid_request', `query parameter ${parameter}=${JSON.stringify(value)} ${problem}`);
+    super('invalid_request', `query parameter ${parameter}=${previewValue(value)} ${problem}`);
     this.parameter = parameter;
     this.value = value;
   }

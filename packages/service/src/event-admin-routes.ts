@@ -27,12 +27,13 @@ export function registerEventAdminRoutes(app: FastifyInstance, handlers: EventAd
   app.post<{ Body: ReplayRequest }>(
     '/v1/admin/events/replay',
     {
+      bodyLimit: 1024,
       schema: {
         body: {
           type: 'object',
           additionalProperties: false,
           required: ['from', 'to'],
-          properties: { from: { type: 'string', minLength: 1 }, to: { type: 'string', minLength: 1 } },
+          properties: { from: { type: 'string', minLength: 1, maxLength: 64 }, to: { type: 'string', minLength: 1, maxLength: 64 } },
         },
       },
     },
@@ -43,6 +44,8 @@ export function registerEventAdminRoutes(app: FastifyInstance, handlers: EventAd
   app.post<{ Body: RedriveRequest }>(
     '/v1/admin/events/redrive',
     {
+      // 10,000 ids of up to 19 digits, quoted and comma-separated, with room to spare.
+      bodyLimit: 256 * 1024,
       schema: {
         body: {
           type: 'object',

@@ -8,9 +8,9 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bootService, subscriptionTask } from './boot.ts';
 import { Lifecycle } from './lifecycle.ts';
-import { consumerOptions, serviceCore } from './service-core.ts';
+import { consumerOptions, inboxDeps, serviceCore } from './service-core.ts';
 
-const TOKEN = 'an-admin-token-for-tests';
+const TOKEN = 'an-admin-token-for-tests-0123456789';
 const dbs: TestDatabase[] = [];
 afterEach(async () => {
   await Promise.all(dbs.splice(0).map((d) => d.drop()));
@@ -87,8 +87,11 @@ describe('serviceCore', () => {
       const redriven = await post(port, '/v1/admin/events/redrive', {}, TOKEN);
       expect(redriven.status).toBe(200);
       expect(await redriven.json()).toMatchObject({ redriven: 0 });
-      // The body limit is the service's.
-      expect((await post(port, '/v1/admin/events/redrive', { ids: Array.from({ length: 400 }, (_, i) => String(i + 1)) }, TOKEN)).status).toBe(413);
+      // The service's limit (2 KiB) is the default of routes that declare none; redrive declares
+      // its own room (256 KiB) for 10,000 ids, and a body past it is refused.
+      expect((await post(port, '/v1/admin/events/redrive', { ids: Array.from({ length: 400 }, (_, i) => String(i + 1)) }, TOKEN)).status).toBe(200);
+      expect((await post(port, '/v1/admin/events/redrive', { ids: Array.from({ length: 20_000 }, (_, i) => String(i + 1_000_000_000_000)) }, TOKEN)).status).toBe(413);
+      expect((await post(port, '/v1/admin/events/replay', { from: 'x'.repeat(2000), to: 'y' }, TOKEN)).status).toBe(413);
     } finally {
       await life.stop();
     }
@@ -166,12 +169,13 @@ describe('subscriptionTask', () => {
 });
 
 describe('consumerOptions', () => {
-  it('passes INBOX_MAX_RETRIES, the dedup-horizon check (service and inbox window), and the test tuning only when given', () => {
-    const deps = { sql: {} as never, databaseUrl: 'postgres://x', registry: {} as never, adminToken: 't', transport: {} as never, retention: { outboxDays: 1, inboxDays: 2 }, outboxMaxAttempts: 3, inboxMaxRetries: 5 };
+  it('passes INBOX_MAX_RETRIES, INBOX_MAX_DELIVERIES, the dedup-horizon check (service and inbox window), and the test tuning only when given', () => {
+    const deps = { sql: {} as never, databaseUrl: 'postgres://x', registry: {} as never, adminToken: 't', transport: {} as never, retention: { outboxDays: 1, inboxDays: 2 }, outboxMaxAttempts: 3, ...inboxDeps({ inbox: { maxRetries: 5, maxDeliveries: 7 } }) };
     const logger = pino({ level: 'silent' });
     const plain = consumerOptions('cases', deps, logger);
     expect(plain.maxRetries).toBe(5);
     expect(plain.horizon).toEqual({ service: 'cases', inboxDays: 2 });
+    expect(plain.maxDeliveries).toBe(7);
     expect(plain.logger).toBe(logger);
     expect('prefetch' in plain || 'retryDelayMs' in plain).toBe(false);
     const retryDelayMs = (attempt: number) => attempt * 10;

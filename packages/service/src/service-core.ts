@@ -35,12 +35,14 @@ export interface ServiceCoreDeps {
 export interface ConsumerDeps {
   /** INBOX_MAX_RETRIES: retries of a failed handler before the event is dead-lettered. */
   readonly inboxMaxRetries: number;
+  /** INBOX_MAX_DELIVERIES: deliveries without an acknowledgement (the consumer died or timed out) before the event is dead-lettered. */
+  readonly inboxMaxDeliveries: number;
   /** Consumer tuning (tests); defaults suit production. */
   readonly consumers?: { readonly prefetch?: number; readonly retryDelayMs?: (attempt: number) => number };
 }
 
 export interface ServiceCoreOptions {
-  /** Largest accepted request body (room for the redrive route's 10,000 ids needs 256 KiB). */
+  /** Body limit of the routes that declare none (default 16 KiB); a route that takes more declares its own `bodyLimit`. */
   readonly bodyLimitBytes?: number;
   /** What `/readyz` runs; default one `database` check (`select 1` on the pool). */
   readonly readiness?: readonly ReadinessCheck[];
@@ -88,6 +90,11 @@ export function serviceCore(service: string, deps: ServiceCoreDeps, options: Ser
   return { app, outbox, logger };
 }
 
+/** The {@link ConsumerDeps} settings of a service that opens its consumers itself: `createService({ ...coreDeps, ...inboxDeps(settings) })`. */
+export function inboxDeps(settings: { readonly inbox: { readonly maxRetries: number; readonly maxDeliveries: number } }): Pick<ConsumerDeps, 'inboxMaxRetries' | 'inboxMaxDeliveries'> {
+  return { inboxMaxRetries: settings.inbox.maxRetries, inboxMaxDeliveries: settings.inbox.maxDeliveries };
+}
+
 /** What {@link consumerOptions} returns, and what every service's `start…Consumer` takes. */
 export interface ConsumerOptions {
   readonly transport: Transport;
@@ -95,6 +102,8 @@ export interface ConsumerOptions {
   readonly sql: Sql;
   /** INBOX_MAX_RETRIES: retries of a failed handler before the event is dead-lettered. */
   readonly maxRetries: number;
+  /** INBOX_MAX_DELIVERIES: deliveries without an acknowledgement before the event is dead-lettered. */
+  readonly maxDeliveries: number;
   readonly registry: Registry;
   readonly logger?: Logger;
   /** The service and its inbox window: every delivery's producer windows are checked against it (pass it to `startConsumer`). */
@@ -105,14 +114,15 @@ export interface ConsumerOptions {
 
 /**
  * The options every `start…Consumer` of a service takes, from its deps: the transport, the
- * pool, INBOX_MAX_RETRIES, the registry and logger, the dedup-horizon check (the service and
- * its inbox window), and the test tuning when given.
+ * pool, INBOX_MAX_RETRIES and INBOX_MAX_DELIVERIES, the registry and logger, the dedup-horizon
+ * check (the service and its inbox window), and the test tuning when given.
  */
 export function consumerOptions(service: string, deps: ServiceCoreDeps & ConsumerDeps, logger: Logger): ConsumerOptions {
   return {
     transport: deps.transport,
     sql: deps.sql,
     maxRetries: deps.inboxMaxRetries,
+    maxDeliveries: deps.inboxMaxDeliveries,
     registry: deps.registry,
     logger,
     horizon: { service, inboxDays: deps.retention.inboxDays },

@@ -16,7 +16,10 @@ export {
   type ServiceProfileOptions,
 } from './profiles.ts';
 export { describeSettings, type SettingDoc } from './describe.ts';
-export { MAX_RETENTION_DAYS } from './internal/values.ts';
+/** Where the secrets of settings are (secret settings, URL passwords), and their values, for a logger to keep out of its lines. */
+export { secretSettingPaths, secretValues, urlPassword, type SecretSettingPaths } from './secrets.ts';
+/** The retention window's upper bound, and the shortest admin token the loader accepts. */
+export { MAX_RETENTION_DAYS, MIN_ADMIN_TOKEN_LENGTH } from './internal/values.ts';
 /** One setting of a profile (what `defineServiceProfile({ extraDefs })` takes). */
 export type { SettingDef } from './internal/defs.ts';
 export type {

@@ -3,7 +3,7 @@ import { defineServiceProfile, loadServiceSettings, loadSettingsParts, SERVICE_P
 
 const base: Env = {
   CRAIG_CASES__DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/cases',
-  CRAIG_CASES__ADMIN_TOKEN: 'a-long-enough-admin-token',
+  CRAIG_CASES__ADMIN_TOKEN: 'a-long-enough-admin-token-0123456789',
   CRAIG__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/bus',
 };
 
@@ -24,7 +24,7 @@ describe('loadServiceSettings', () => {
     expect(s.http).toEqual({ host: '127.0.0.1', port: 7101 });
     expect(s.transport).toEqual({ kind: 'postgres', busDatabaseUrl: 'postgres://postgres@127.0.0.1:5432/bus', exchange: 'craig.events' });
     expect(s.outbox.maxAttempts).toBe(10);
-    expect(s.inbox.maxRetries).toBe(5);
+    expect(s.inbox).toEqual({ maxRetries: 5, maxDeliveries: 5 });
     expect('archive' in s).toBe(false);
     expect(Object.isFrozen(s)).toBe(true);
     expect(Object.isFrozen(s.retention)).toBe(true);
@@ -64,6 +64,18 @@ describe('loadServiceSettings', () => {
     expect(error.message).toContain(`CRAIG_CASES__EVENT_PRUNE_EVERY_TICKS=${JSON.stringify(raw)}`);
   });
 
+  it('reads INBOX_MAX_DELIVERIES: 5 by default, a whole number from 1 to 100, fleet-wide or per service', () => {
+    expect(loadServiceSettings('cases', { ...base, CRAIG__INBOX_MAX_DELIVERIES: '1' }).inbox.maxDeliveries).toBe(1);
+    expect(loadServiceSettings('cases', { ...base, CRAIG__INBOX_MAX_DELIVERIES: '1', CRAIG_CASES__INBOX_MAX_DELIVERIES: '100' }).inbox).toEqual({ maxRetries: 5, maxDeliveries: 100 });
+  });
+
+  it.each(['0', '-1', '2.5', 'five', '', '101'])('refuses INBOX_MAX_DELIVERIES %j, naming the variable and value', (raw) => {
+    const { error, issues } = problems('cases', { ...base, CRAIG_CASES__INBOX_MAX_DELIVERIES: raw });
+    expect(issues).toHaveLength(1);
+    expect(issues[0]).toMatchObject({ path: 'inbox.maxDeliveries', variable: 'CRAIG_CASES__INBOX_MAX_DELIVERIES', value: raw });
+    expect(error.message).toContain(`CRAIG_CASES__INBOX_MAX_DELIVERIES=${JSON.stringify(raw)}`);
+  });
+
   it('accepts the range ends and lets 0 disable either sweep', () => {
     expect(loadServiceSettings('cases', { ...base, CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS: '0' }).retention).toEqual({ outboxDays: 0, inboxDays: 31 });
     expect(loadServiceSettings('cases', { ...base, CRAIG_CASES__EVENT_OUTBOX_RETENTION_DAYS: '3650', CRAIG_CASES__EVENT_INBOX_RETENTION_DAYS: '0' }).retention).toEqual({
@@ -84,6 +96,19 @@ describe('loadServiceSettings', () => {
     const { error } = problems('cases', { ...base, CRAIG__EVENT_OUTBOX_RETENTION_DAYS: '40' });
     expect(error.message).toContain('CRAIG__EVENT_OUTBOX_RETENTION_DAYS="40"');
     expect(error.message).toContain('CRAIG_CASES__EVENT_INBOX_RETENTION_DAYS="31"');
+  });
+
+  it('masks the password of a URL the parser refuses (a bad port), and the value of a misspelt secret key', () => {
+    const { error, issues } = problems('cases', {
+      ...base,
+      CRAIG_CASES__DATABASE_URL: 'postgres://app:s3cr3t-pw@db:port/cases',
+      CRAIG_CASES__ADMIN_TOKN: 'a-misspelt-but-real-admin-token-0123456789',
+      CRAIG_CASES__MY_PASSWORD: 'hunter22',
+    });
+    expect(issues.find((i) => i.variable === 'CRAIG_CASES__DATABASE_URL')?.value).toBe('postgres://app:***@db:port/cases');
+    expect(issues.find((i) => i.variable === 'CRAIG_CASES__ADMIN_TOKN')?.value).toBe('<redacted, 42 characters>');
+    expect(issues.find((i) => i.variable === 'CRAIG_CASES__MY_PASSWORD')?.value).toBe('<redacted, 8 characters>');
+    for (const secret of ['s3cr3t-pw', 'a-misspelt-but-real-admin-token', 'hunter22']) expect(error.message).not.toContain(secret);
   });
 
   it('refuses an unknown service key and suggests the closest known one', () => {
@@ -123,6 +148,16 @@ describe('loadServiceSettings', () => {
     expect(issues.find((i) => i.variable === 'CRAIG_CASES__ADMIN_TOKEN')?.value).toBeUndefined();
   });
 
+  it('refuses an admin token shorter than 32 characters, naming its length but not its value', () => {
+    const short = 'x'.repeat(31);
+    const { issues, error } = problems('cases', { ...base, CRAIG_CASES__ADMIN_TOKEN: short });
+    expect(issues).toEqual([
+      { path: 'adminToken', variable: 'CRAIG_CASES__ADMIN_TOKEN', value: '<redacted, 31 characters>', message: 'must be at least 32 characters (generate one: openssl rand -base64 32)' },
+    ]);
+    expect(error.message).not.toContain(short);
+    expect(loadServiceSettings('cases', { ...base, CRAIG_CASES__ADMIN_TOKEN: 'x'.repeat(32) }).adminToken).toHaveLength(32);
+  });
+
   it('redacts secrets and URL passwords in messages', () => {
     const { error } = problems('cases', {
       ...base,
@@ -144,7 +179,7 @@ describe('loadServiceSettings', () => {
   describe('archive services', () => {
     const security: Env = {
       CRAIG_SECURITY__DATABASE_URL: 'postgres://postgres@127.0.0.1/security',
-      CRAIG_SECURITY__ADMIN_TOKEN: 'a-long-enough-admin-token',
+      CRAIG_SECURITY__ADMIN_TOKEN: 'a-long-enough-admin-token-0123456789',
       CRAIG__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1/bus',
       CRAIG__OBJECT_STORE_BACKEND: 'garage',
       CRAIG__OBJECT_STORE_BUCKET: 'craig-archive',
@@ -195,7 +230,7 @@ describe('loadServiceSettings', () => {
   it('loads the cleanup section for inventory', () => {
     const env: Env = {
       CRAIG_INVENTORY__DATABASE_URL: 'postgres://postgres@127.0.0.1/inventory',
-      CRAIG_INVENTORY__ADMIN_TOKEN: 'a-long-enough-admin-token',
+      CRAIG_INVENTORY__ADMIN_TOKEN: 'a-long-enough-admin-token-0123456789',
       CRAIG__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1/bus',
       CRAIG_INVENTORY__CLEANUP_ALLOWED_DATABASES: 'inventory, inventory_t*',
     };
@@ -206,7 +241,7 @@ describe('loadServiceSettings', () => {
   describe("financial's settled-reconcile sweep", () => {
     const financial: Env = {
       CRAIG_FINANCIAL__DATABASE_URL: 'postgres://postgres@127.0.0.1/financial',
-      CRAIG_FINANCIAL__ADMIN_TOKEN: 'a-long-enough-admin-token',
+      CRAIG_FINANCIAL__ADMIN_TOKEN: 'a-long-enough-admin-token-0123456789',
       CRAIG__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1/bus',
     };
 
@@ -235,7 +270,7 @@ describe('loadServiceSettings', () => {
   describe("exchange's send-job sweep", () => {
     const exchange: Env = {
       CRAIG_EXCHANGE__DATABASE_URL: 'postgres://postgres@127.0.0.1/exchange',
-      CRAIG_EXCHANGE__ADMIN_TOKEN: 'a-long-enough-admin-token',
+      CRAIG_EXCHANGE__ADMIN_TOKEN: 'a-long-enough-admin-token-0123456789',
       CRAIG__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1/bus',
       CRAIG_EXCHANGE__OBJECT_STORE_BACKEND: 's3',
       CRAIG_EXCHANGE__OBJECT_STORE_BUCKET: 'exchange-archive',
@@ -262,7 +297,7 @@ describe('loadServiceSettings', () => {
       const profile = defineServiceProfile({ name: 'sweep-lab', httpPort: 0, extraDefs: [sweep] });
       const s = loadServiceSettings(profile, {
         CRAIG_SWEEP_LAB__DATABASE_URL: 'postgres://postgres@127.0.0.1/lab',
-        CRAIG_SWEEP_LAB__ADMIN_TOKEN: 'a-long-enough-admin-token',
+        CRAIG_SWEEP_LAB__ADMIN_TOKEN: 'a-long-enough-admin-token-0123456789',
         CRAIG_SWEEP_LAB__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1/bus',
         CRAIG_SWEEP_LAB__SEND_JOB_RETENTION_DAYS: '9',
       });
@@ -280,7 +315,7 @@ describe('loadServiceSettings', () => {
     const profile = defineServiceProfile({ name: 'audit-lab', httpPort: 0, archive: { defaultHotWindowDays: 30, minHotWindowDays: 1 } });
     const s = loadServiceSettings(profile, {
       CRAIG_AUDIT_LAB__DATABASE_URL: 'postgres://postgres@127.0.0.1/audit',
-      CRAIG_AUDIT_LAB__ADMIN_TOKEN: 'a-long-enough-admin-token',
+      CRAIG_AUDIT_LAB__ADMIN_TOKEN: 'a-long-enough-admin-token-0123456789',
       CRAIG_AUDIT_LAB__BUS_DATABASE_URL: 'postgres://postgres@127.0.0.1/bus',
       CRAIG_AUDIT_LAB__OBJECT_STORE_BACKEND: 's3',
       CRAIG_AUDIT_LAB__OBJECT_STORE_BUCKET: 'lab-archive',

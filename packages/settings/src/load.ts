@@ -116,6 +116,7 @@ function resolve(profile: ServiceProfile, def: SettingDef, env: Env): Resolved {
 /** A typo in a retention knob must never fall back to a default: unknown keys are errors. */
 function unknownKeys(profile: ServiceProfile, env: Env): SettingsIssue[] {
   const own = new Set(profile.defs.map((d) => d.key));
+  const secretKeys = new Set(Object.values(SERVICE_PROFILES).flatMap((p) => p.defs).concat(profile.defs).filter((d) => d.secret === true).map((d) => d.key));
   const fleetKnown = new Set(allKnownKeys());
   for (const d of profile.defs) fleetKnown.add(d.key);
   const issues: SettingsIssue[] = [];
@@ -139,7 +140,7 @@ function unknownKeys(profile: ServiceProfile, env: Env): SettingsIssue[] {
     issues.push({
       path: 'env',
       variable: name,
-      value: redactUnknown(value),
+      value: redactUnknown(value, key, suggestion, secretKeys),
       message: `is not a setting of ${known === own ? `service "${profile.name}"` : 'any craig service'}${suggestion ? ` (did you mean ${prefix}${suggestion}?)` : ''}`,
     });
   }
@@ -198,11 +199,23 @@ function redact(def: SettingDef, raw: string): string {
   return redactUrlPassword(raw);
 }
 
-/** An unknown key might be a misspelt secret: show its value only when it is clearly harmless. */
-function redactUnknown(raw: string | undefined): string | undefined {
+/**
+ * An unknown key might be a misspelt secret (`ADMIN_TOKN`): its value is shown only when it is
+ * clearly harmless (digits, a boolean), or when neither its name nor the key it is closest to
+ * says secret; then cut to 64 characters with any URL password masked.
+ */
+function redactUnknown(raw: string | undefined, key: string, suggestion: string | undefined, secretKeys: ReadonlySet<string>): string | undefined {
   if (raw === undefined) return undefined;
-  return /^[0-9]{1,6}$|^(true|false)$/.test(raw) ? raw : redactUrlPassword(raw.length > 64 ? `${raw.slice(0, 61)}...` : raw);
+  if (/^[0-9]{1,6}$|^(true|false)$/.test(raw)) return raw;
+  if (SECRET_WORD.test(key) || (suggestion !== undefined && secretKeys.has(suggestion))) return `<redacted, ${raw.length} characters>`;
+  return redactUrlPassword(raw.length > 64 ? `${raw.slice(0, 61)}...` : raw);
 }
+
+const SECRET_WORD = /TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE/i;
+
+// `scheme://user:password@`: the userinfo of a URL the WHATWG parser refuses (a bad port, a
+// space) still carries the password in plain text.
+const USERINFO_PASSWORD = /\b([a-z][a-z0-9+.-]{0,31}:\/\/[^\s:@/]*:)[^\s@/]*@/gi;
 
 function redactUrlPassword(raw: string): string {
   try {
@@ -212,9 +225,9 @@ function redactUrlPassword(raw: string): string {
       return url.toString();
     }
   } catch {
-    // not a URL: shown as is
+    // not a URL the parser accepts: mask a userinfo password by its shape
   }
-  return raw;
+  return raw.replace(USERINFO_PASSWORD, '$1***@');
 }
 
 function assemble(profile: ServiceProfile, defs: readonly SettingDef[], values: Map<string, unknown>): Record<string, unknown> {

@@ -58,7 +58,12 @@ export interface BaseSettings {
     /** Outbox-worker ticks (1 s) between transport prune cycles (EVENT_PRUNE_EVERY_TICKS; 3600, hourly, by default). */
     readonly pruneEveryTicks: number;
   };
-  readonly inbox: { readonly maxRetries: number };
+  readonly inbox: {
+    /** INBOX_MAX_RETRIES: retries of a handler that threw. */
+    readonly maxRetries: number;
+    /** INBOX_MAX_DELIVERIES: deliveries without an acknowledgement (the consumer died or timed out) before the dead letter. */
+    readonly maxDeliveries: number;
+  };
 }
 
 /** Settings of any profile: the optional sections are present when the profile has them. */

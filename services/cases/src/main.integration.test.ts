@@ -37,7 +37,7 @@ describe('cases main.ts', () => {
     const db = await testDatabase({ prefix: 'cases_t', max: 1 });
     dbs.push(db);
     const missingBus = db.url.replace(/\/[^/?]+(\?|$)/, '/craig_no_such_bus$1');
-    const { code, output, stopped } = await runToExit(MAIN, { CRAIG_CASES__DATABASE_URL: db.url, CRAIG_CASES__BUS_DATABASE_URL: missingBus, CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests', CRAIG_CASES__HTTP_PORT: String(await freePort()) });
+    const { code, output, stopped } = await runToExit(MAIN, { CRAIG_CASES__DATABASE_URL: db.url, CRAIG_CASES__BUS_DATABASE_URL: missingBus, CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests-0123456789', CRAIG_CASES__HTTP_PORT: String(await freePort()) });
     expect(code).toBe(1);
     expect(output).toContain('cases service failed to start');
     expect(output).toContain('craig_no_such_bus');
@@ -48,7 +48,7 @@ describe('cases main.ts', () => {
   });
 
   it('refuses bad settings at once, naming the variable, and exits 1', async () => {
-    const { code, output } = await runToExit(MAIN, { CRAIG_CASES__DATABASE_URL: 'postgres://127.0.0.1/x', CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests', CRAIG_CASES__HTTP_PORT: 'eighty' });
+    const { code, output } = await runToExit(MAIN, { CRAIG_CASES__DATABASE_URL: 'postgres://127.0.0.1/x', CRAIG_CASES__ADMIN_TOKEN: 'an-admin-token-for-tests-0123456789', CRAIG_CASES__HTTP_PORT: 'eighty' });
     expect(code).toBe(1);
     expect(output).toContain('CRAIG_CASES__HTTP_PORT');
     expect(output).toContain('"level":60');

@@ -14,7 +14,7 @@ export interface CasesService {
 
 /** The cases service, wired from its dependencies; `main.ts` and the tests both use this. */
 export function createService(deps: CasesDeps): CasesService {
-  const { app, outbox } = serviceCore('cases', deps, { bodyLimitBytes: 16 * 1024 });
+  const { app, outbox } = serviceCore('cases', deps);
   registerRoutes(app, deps.sql);
   return { app, outbox };
 }

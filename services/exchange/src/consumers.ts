@@ -55,7 +55,7 @@ export async function onCaseOpened(tx: TransactionSql, event: EventEnvelope): Pr
   await startScreening(tx, { caseId: opened.caseId, personRefs: opened.personRefs });
 }
 
-/** The transport, pool, retries, registry, logger and dedup-horizon check (`consumerOptions(service, deps, logger)` from @craig/service). */
+/** The transport, pool, retry and delivery bounds, registry, logger and dedup-horizon check (`consumerOptions(service, deps, logger)` from @craig/service). */
 export type CasesConsumerOptions = ConsumerOptions;
 
 /** Subscribe `exchange.cases` to `case.opened` with the inbox-wrapped {@link onCaseOpened}. */
@@ -66,6 +66,7 @@ export function startCasesConsumer(options: CasesConsumerOptions): Promise<Subsc
     consumer: CASES_CONSUMER,
     patterns: CASES_PATTERNS,
     maxRetries: options.maxRetries,
+    maxDeliveries: options.maxDeliveries,
     registry: options.registry,
     horizon: options.horizon,
     logger: options.logger ?? pino({ level: 'silent' }),

@@ -4,7 +4,7 @@
 // `case.opened` consumer, the worker, the send-job sweep, the archive loop, HTTP; stopped in
 // reverse order on SIGTERM/SIGINT.
 import { openArchiveDeps } from '@craig/retention';
-import { loopTask, runService, subscriptionTask } from '@craig/service';
+import { inboxDeps, loopTask, runService, subscriptionTask } from '@craig/service';
 import { exchangeMigrationSets } from './migrations.ts';
 import { createService } from './service.ts';
 
@@ -14,7 +14,7 @@ await runService('exchange', process.env, {
   build: async (ctx) => {
     const service = createService({
       ...ctx.coreDeps,
-      inboxMaxRetries: ctx.settings.inbox.maxRetries,
+      ...inboxDeps(ctx.settings),
       archive: openArchiveDeps(ctx.settings.archive, ctx),
       sendJobs: { retentionDays: ctx.settings.sendJobs.retentionDays },
     });

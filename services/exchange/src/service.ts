@@ -47,8 +47,7 @@ export interface ExchangeService {
 
 /** The exchange service, wired from its dependencies; `main.ts` and the tests both use this. */
 export function createService(deps: ExchangeDeps): ExchangeService {
-  // Room for the redrive route's largest body (10,000 ids).
-  const { app, outbox, logger } = serviceCore('exchange', deps, { bodyLimitBytes: 256 * 1024 });
+  const { app, outbox, logger } = serviceCore('exchange', deps);
   // Ledger-only (seed 003): no onBatchArchived hook, so archiving stages no outbox event.
   const { engine, runner: archive } = createServiceArchive({
     service: 'exchange',

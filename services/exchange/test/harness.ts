@@ -19,7 +19,7 @@ export function serviceHarness(options: { readonly transport?: TransportKind; re
     build: ({ deps, store }) =>
       createService({
         ...deps,
-        inboxMaxRetries: 2,
+        inboxMaxRetries: 2, inboxMaxDeliveries: 3,
         archive: { store, hotWindowDays: HOT_WINDOW_DAYS, prefix: 'archive', everyMinutes: 60 },
         sendJobs: { retentionDays: SEND_JOB_DAYS, ...sendJobs },
         worker: { intervalMs: 20 },

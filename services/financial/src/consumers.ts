@@ -7,7 +7,7 @@ import { enqueueFromEvent } from './reconcile-store.ts';
 export const PLACEMENTS_CONSUMER = FINANCIAL_EVENTS.consumer('financial.placements').consumer;
 export const PLACEMENT_PATTERNS: readonly string[] = FINANCIAL_EVENTS.consumer('financial.placements').patterns;
 
-/** The transport, pool, retries, registry, logger and dedup-horizon check (`consumerOptions(service, deps, logger)` from @craig/service). */
+/** The transport, pool, retry and delivery bounds, registry, logger and dedup-horizon check (`consumerOptions(service, deps, logger)` from @craig/service). */
 export type PlacementConsumerOptions = ConsumerOptions;
 
 /**
@@ -22,6 +22,7 @@ export function startPlacementConsumer(options: PlacementConsumerOptions): Promi
     consumer: PLACEMENTS_CONSUMER,
     patterns: PLACEMENT_PATTERNS,
     maxRetries: options.maxRetries,
+    maxDeliveries: options.maxDeliveries,
     registry: options.registry,
     horizon: options.horizon,
     ...(options.logger ? { logger: options.logger } : {}),

@@ -1,4 +1,4 @@
-import { ServiceError } from '@craig/service';
+import { previewValue, ServiceError } from '@craig/service';
 /** Errors of the financial service, each with a stable `code` (HTTP statuses: packages/service/src/http-errors.ts). */
 export class FinancialError extends ServiceError {}
 
@@ -8,7 +8,7 @@ export class InvalidRequestError extends FinancialError {
   readonly field: string;
   readonly value: unknown;
   constructor(field: string, value: unknown, problem: string) {
-    super('invalid_request', `${field}=${JSON.stringify(value) ?? String(value)} ${problem}`);
+    super('invalid_request', `${field}=${previewValue(value)} ${problem}`);
     this.field = field;
     this.value = value;
   }

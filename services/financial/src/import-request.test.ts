@@ -55,3 +55,16 @@ describe('parseImportRequest', () => {
     expect(refusal(null).field).toBe('body');
   });
 });
+
+// Found by the HTTP fuzzer: POST /v1/subsidy-imports with a 33,823-deep {"a":{"a":…}} body and POST
+// /v1/admin/reconcile/settle with a 6,293-deep [[…]] answered 500: the refusal's message was
+// JSON.stringify of the whole value, which overflowed the stack.
+describe('a deep body', () => {
+  const deep = (depth: number, kind: 'array' | 'object'): unknown => JSON.parse(kind === 'array' ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`);
+
+  it.each(['array', 'object'] as const)('is refused with a bounded message, never a stack overflow (a 50,000-deep %s)', (kind) => {
+    const e = kind === 'object' ? refusal(deep(50_000, kind)) : refusal(deep(50_000, kind));
+    expect(e.message.length).toBeLessThan(400);
+    expect(new InvalidRequestError('body', deep(50_000, kind), 'must be a JSON object { limit? }').message).toMatch(/^body=.{1,250} must be a JSON object/);
+  });
+});

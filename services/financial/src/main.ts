@@ -1,7 +1,7 @@
 // The financial service's composition root: the boot helper loads settings, applies its schema,
 // opens the pool and the transport, starts the outbox worker, the placement consumer, the settled
 // reconcile sweep and HTTP, and stops them in reverse order on SIGTERM/SIGINT.
-import { loopTask, runService, subscriptionTask } from '@craig/service';
+import { inboxDeps, loopTask, runService, subscriptionTask } from '@craig/service';
 import { financialMigrationSets } from './migrations.ts';
 import { createService } from './service.ts';
 
@@ -9,7 +9,7 @@ await runService('financial', process.env, {
   migrations: financialMigrationSets(),
   pool: { max: 6 },
   build: ({ settings, coreDeps }) => {
-    const service = createService({ ...coreDeps, inboxMaxRetries: settings.inbox.maxRetries, sweep: { retentionDays: settings.reconcile.settledRetentionDays } });
+    const service = createService({ ...coreDeps, ...inboxDeps(settings), sweep: { retentionDays: settings.reconcile.settledRetentionDays } });
     return {
       app: service.app,
       outbox: service.outbox,

@@ -14,7 +14,7 @@ export function serviceHarness(options: { readonly transport?: TransportKind; re
     migrations: financialMigrationSets(),
     queues: ['financial.placements'],
     ...rest,
-    build: ({ deps }) => createService({ ...deps, sweep: sweep ?? { retentionDays: 90 }, inboxMaxRetries: 2, consumers: { retryDelayMs: () => 10 } }),
+    build: ({ deps }) => createService({ ...deps, sweep: sweep ?? { retentionDays: 90 }, inboxMaxRetries: 2, inboxMaxDeliveries: 3, consumers: { retryDelayMs: () => 10 } }),
   });
 }
 

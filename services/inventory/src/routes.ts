@@ -49,6 +49,8 @@ export function registerRoutes(app: FastifyInstance, store: InventoryStore, jobs
   app.put<{ Params: { libraryId: number }; Body: { items: ProviderItem[] } }>(
     '/v1/libraries/:libraryId/items',
     {
+      // 500 items of up to 128 + 1,000 + 100 characters, as JSON, with room to spare.
+      bodyLimit: 1024 * 1024,
       schema: {
         params: libraryIdParam,
         body: {
@@ -100,7 +102,8 @@ export function registerRoutes(app: FastifyInstance, store: InventoryStore, jobs
   // No maxItems / item schema here: 129 ids and malformed ids get the protocol's own typed errors.
   app.post<{ Params: { jobId: number }; Body: { externalIds: string[] } }>(
     '/v1/jobs/:jobId/seen',
-    { schema: { params: jobIdParam, body: { type: 'object', required: ['externalIds'], additionalProperties: false, properties: { externalIds: { type: 'array' } } } } },
+    // 128 ids of up to 128 characters, with room to spare (129 ids still reach the protocol's own refusal).
+    { bodyLimit: 64 * 1024, schema: { params: jobIdParam, body: { type: 'object', required: ['externalIds'], additionalProperties: false, properties: { externalIds: { type: 'array' } } } } },
     async (req) => appendSeen(sql, req.params.jobId, req.body.externalIds),
   );
 

@@ -25,7 +25,6 @@ export interface InventoryService {
 /** The inventory service, wired from its dependencies; `main.ts` and the tests both use this. */
 export function createService(deps: InventoryDeps): InventoryService {
   const { app, outbox, logger } = serviceCore('inventory', deps, {
-    bodyLimitBytes: 256 * 1024,
     readiness: [
       {
         // Ready only as the non-owner runtime role: an owner could switch the admission guards off.

@@ -104,7 +104,7 @@ describe('placements case.* consumer', () => {
     });
     const eventId = randomUUID();
     const body = encodeEnvelope({ eventId, eventType: 'case.closed', aggregateType: 'case', aggregateId: caseId, source: 'cases', occurredAt: new Date().toISOString(), headersJson: '{}', payloadJson: '{}' });
-    await expect(failing({ consumer: spec!.consumer, eventId, routingKey: 'case.closed', body, headers: {}, attempt: 1, redelivered: false })).rejects.toThrow('crash after the work');
+    await expect(failing({ consumer: spec!.consumer, eventId, routingKey: 'case.closed', body, headers: {}, attempt: 1, deliveries: 1, redelivered: false })).rejects.toThrow('crash after the work');
     expect(await ref(caseId)).toBe('open');
     expect((await call(h.app, 'GET', `/v1/placements/${placement.id}`)).body.endedAt).toBeNull();
     expect(await ended()).toHaveLength(0);

@@ -19,7 +19,7 @@ export interface PlacementsService {
 
 /** The placements service, wired from its dependencies; `main.ts` and the tests both use this. */
 export function createService(deps: PlacementsDeps): PlacementsService {
-  const { app, outbox } = serviceCore('placements', deps, { bodyLimitBytes: 16 * 1024 });
+  const { app, outbox } = serviceCore('placements', deps);
   registerRoutes(app, deps.sql);
   return { app, outbox, consumers: [casesConsumer(deps.casesConsumerName)] };
 }

@@ -10,7 +10,7 @@ export const EVALUATE_CONSUMER = RULES_EVENTS.consumer('rules.evaluate').consume
 /** What rules evaluates: case, placement and safety events (never its own `rule.*` or `rules.*`). */
 export const EVALUATE_PATTERNS: readonly string[] = RULES_EVENTS.consumer('rules.evaluate').patterns;
 
-/** The transport, pool, retries, registry, logger and dedup-horizon check (`consumerOptions(service, deps, logger)` from @craig/service). */
+/** The transport, pool, retry and delivery bounds, registry, logger and dedup-horizon check (`consumerOptions(service, deps, logger)` from @craig/service). */
 export type EvaluateConsumerOptions = ConsumerOptions;
 
 const outcomeCounter = perRegistry((registry): Counter<'outcome'> => new Counter({ name: 'rules_evaluations_total', help: 'Events evaluated by rules.evaluate, by outcome (pass, flag, block).', labelNames: ['outcome'], registers: [registry] }));
@@ -28,6 +28,7 @@ export async function startEvaluateConsumer(options: EvaluateConsumerOptions): P
     consumer: EVALUATE_CONSUMER,
     patterns: EVALUATE_PATTERNS,
     maxRetries: options.maxRetries,
+    maxDeliveries: options.maxDeliveries,
     registry: options.registry,
     horizon: options.horizon,
     logger,

@@ -1,4 +1,4 @@
-import { ServiceError } from '@craig/service';
+import { previewValue, ServiceError } from '@craig/service';
 
 /** A query parameter is malformed, repeated, unknown or out of range (`invalid_request`, 400). */
 export { InvalidQueryError } from '@craig/service';
@@ -11,7 +11,7 @@ export class InvalidBodyError extends RulesError {
   readonly field: string;
   readonly value: unknown;
   constructor(field: string, value: unknown, problem: string) {
-    super('invalid_request', `${field}=${JSON.stringify(value) ?? 'undefined'} ${problem}`);
+    super('invalid_request', `${field}=${previewValue(value)} ${problem}`);
     this.field = field;
     this.value = boundedValue(value);
   }
@@ -26,7 +26,7 @@ export class InvalidRuleSetError extends RulesError {
   readonly ruleIndex: number | undefined;
   readonly value: unknown;
   constructor(field: string, ruleIndex: number | undefined, value: unknown, problem: string) {
-    super('invalid_request', `${field}=${truncatedJson(value)} ${problem}`);
+    super('invalid_request', `${field}=${previewValue(value)} ${problem}`);
     this.field = field;
     this.ruleIndex = ruleIndex;
     this.value = boundedValue(value);
@@ -38,19 +38,17 @@ export class NotFoundError extends RulesError {
   readonly resource: string;
   readonly id: string;
   constructor(resource: string, id: string) {
-    super('not_found', `${resource} ${JSON.stringify(id)} does not exist`);
+    super('not_found', `${resource} ${previewValue(id)} does not exist`);
     this.resource = resource;
     this.id = id;
   }
 }
 
-function truncatedJson(value: unknown): string {
-  const text = JSON.stringify(value) ?? 'undefined';
-  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
-}
-
-/** The offending value as the error carries it: itself when small, its truncated JSON otherwise (a refusal never echoes a megabyte). */
+/**
+ * The offending value as the error carries it: itself when small, a bounded preview otherwise (a
+ * refusal never echoes a megabyte, nor walks a 100,000-deep array: the preview stops at three levels).
+ */
 function boundedValue(value: unknown): unknown {
-  const text = JSON.stringify(value);
-  return text !== undefined && text.length > 1000 ? `${text.slice(0, 1000)}…` : value;
+  const preview = previewValue(value, 1000);
+  return preview.length >= 1000 || preview.includes('"[array]"') || preview.includes('"[object]"') ? preview : value;
 }

@@ -8,7 +8,7 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const MAIN = new URL('./main.ts', import.meta.url);
-const TOKEN = 'an-admin-token-for-tests';
+const TOKEN = 'an-admin-token-for-tests-0123456789';
 
 let db: TestDatabase;
 let server: S3TestServer;

@@ -58,3 +58,18 @@ describe('the archive wiring', () => {
     expect(RULE_EVALUATIONS_SPEC).toMatchObject({ table: 'rule_evaluations', keyColumn: 'id', timestampColumn: 'evaluated_at', fixpoint: { kind: 'insert_only' }, guards: [], mutableColumns: [] });
   });
 });
+
+// Found by the HTTP fuzzer: POST /v1/rule-sets/0-z/snapshots with a 96,511-deep [[…]] body answered
+// 500: the refusal's message was JSON.stringify of the whole value, which overflowed the stack.
+describe('a deep body', () => {
+  it('is refused as a body that is no object, with a bounded message and value', () => {
+    const deep = JSON.parse(`${'['.repeat(100_000)}${']'.repeat(100_000)}`) as unknown;
+    const e = refusal(() => parseSnapshotBody(deep)) as InvalidBodyError;
+    expect(e).toBeInstanceOf(InvalidBodyError);
+    expect(e.message.length).toBeLessThan(400);
+    expect(typeof e.value).toBe('string');
+    const nested = refusal(() => parseSnapshotBody({ rules: deep })) as Error & { code: string };
+    expect(nested.code).toBe('invalid_request');
+    expect(nested.message.length).toBeLessThan(500);
+  });
+});

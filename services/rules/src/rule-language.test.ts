@@ -181,3 +181,21 @@ describe('parseRules refuses invalid rules, naming the rule, the path and the va
     expect(typeof big.value === 'string' && big.value.length < 1100).toBe(true);
   });
 });
+
+// Found by the rule-language fuzzer: an `in` whose value is a 100,000-deep array made parseRules
+// throw RangeError (the refusal's message was JSON.stringify of the offending value).
+describe('a deep value', () => {
+  it('is refused as InvalidRuleSetError with a bounded message, not a stack overflow', () => {
+    const deep = JSON.parse(`${'['.repeat(100_000)}${']'.repeat(100_000)}`) as unknown;
+    const rules = [{ name: 'a', when: { eventType: '#', field: 'a', op: 'in', value: deep }, outcome: 'flag' }];
+    let thrown: unknown;
+    try {
+      parseRules(rules);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(InvalidRuleSetError);
+    expect((thrown as InvalidRuleSetError).field).toMatch(/^rules\[0\]\.when\.value/);
+    expect((thrown as Error).message.length).toBeLessThan(500);
+  });
+});

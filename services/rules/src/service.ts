@@ -27,9 +27,7 @@ export interface RulesService {
 
 /** The rules service, wired from its dependencies; `main.ts` and the tests both use this. */
 export function createService(deps: RulesDeps): RulesService {
-  // Room for the largest rule set (256 KiB as compact JSON, more pretty-printed) and the
-  // redrive route's largest body (10,000 ids).
-  const { app, outbox, logger } = serviceCore('rules', deps, { bodyLimitBytes: 512 * 1024 });
+  const { app, outbox, logger } = serviceCore('rules', deps);
   const { engine, runner: archive } = createServiceArchive({
     service: 'rules',
     databaseUrl: deps.databaseUrl,
@@ -39,6 +37,6 @@ export function createService(deps: RulesDeps): RulesService {
     logger,
     onBatchArchived: announceArchivedBatch,
   });
-  registerRoutes(app, { sql: deps.sql, archive, adminToken: deps.adminToken });
+  registerRoutes(app, { sql: deps.sql, archive });
   return { app, outbox, engine, archive, startConsumers: () => startEvaluateConsumer(consumerOptions('rules', deps, logger)) };
 }

@@ -14,7 +14,7 @@ export function serviceHarness(options: { readonly transport?: TransportKind; re
     bucket: 'rules-archive',
     queues: ['rules.evaluate', 'listener.evaluated'],
     ...options,
-    build: ({ deps, store }) => createService({ ...deps, inboxMaxRetries: 2, archive: { store, hotWindowDays: HOT_WINDOW_DAYS, prefix: 'archive', everyMinutes: 60 }, consumers: { retryDelayMs: () => 10 } }),
+    build: ({ deps, store }) => createService({ ...deps, inboxMaxRetries: 2, inboxMaxDeliveries: 3, archive: { store, hotWindowDays: HOT_WINDOW_DAYS, prefix: 'archive', everyMinutes: 60 }, consumers: { retryDelayMs: () => 10 } }),
   });
 }
 

@@ -19,7 +19,7 @@ export interface SafetyService {
 
 /** The safety service, wired from its dependencies; `main.ts` and the tests both use this. */
 export function createService(deps: SafetyDeps): SafetyService {
-  const { app, outbox } = serviceCore('safety', deps, { bodyLimitBytes: 16 * 1024 });
+  const { app, outbox } = serviceCore('safety', deps);
   registerRoutes(app, deps.sql);
   return { app, outbox, consumers: [casesConsumer(deps.casesConsumerName)] };
 }

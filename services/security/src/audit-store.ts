@@ -30,7 +30,10 @@ export interface DeadLetterRow {
   readonly eventId: string | null;
   readonly routingKey: string;
   readonly error: string;
+  /** The handler attempt the consumer got to. */
   readonly attempts: number;
+  /** Times the message was handed to a handler; null for letters audited before it was counted. */
+  readonly deliveries: number | null;
   readonly body: string;
   readonly headers: Record<string, string>;
   readonly deadLetteredAt: string;
@@ -52,19 +55,25 @@ export async function recordEvent(tx: TransactionSql, event: EventEnvelope, body
 }
 
 /**
- * Write one dead letter. The dead-letter queue is at-least-once; a redelivered letter (same
- * consumer, message id and dead-lettering instant) writes nothing. Returns whether a row was written.
+ * Write one dead letter, with its attempts and delivery count. The dead-letter queue is
+ * at-least-once; a redelivered letter (same consumer, message id and dead-lettering instant)
+ * writes nothing. Returns whether a row was written.
  */
 export async function recordDeadLetter(sql: Sql, letter: DeadLetter): Promise<boolean> {
   const eventId = UUID.test(letter.eventId) ? letter.eventId : null;
   const deadLetteredAt = Number.isNaN(Date.parse(letter.deadLetteredAt)) ? null : letter.deadLetteredAt;
   const rows = await sql`
-    insert into dead_letter_audit (consumer, message_id, event_id, routing_key, error, attempts, body, headers, dead_lettered_at)
-    values (${letter.consumer}, ${letter.eventId}, ${eventId}, ${letter.routingKey}, ${letter.error}, ${Math.max(0, Math.trunc(letter.attempts) || 0)},
+    insert into dead_letter_audit (consumer, message_id, event_id, routing_key, error, attempts, deliveries, body, headers, dead_lettered_at)
+    values (${letter.consumer}, ${letter.eventId}, ${eventId}, ${letter.routingKey}, ${letter.error}, ${count(letter.attempts)}, ${count(letter.deliveries)},
             ${letter.body}, ${JSON.stringify(letter.headers)}::text::jsonb, coalesce(${deadLetteredAt}::timestamptz, now()))
     on conflict on constraint dead_letter_audit_once do nothing
     returning 1`;
   return rows.length > 0;
+}
+
+/** A count from a transport header: a non-negative whole number, else 0. */
+function count(value: number): number {
+  return Math.max(0, Math.trunc(value) || 0);
 }
 
 export interface AuditQuery {
@@ -101,8 +110,8 @@ export async function listAudit(sql: Sql, query: AuditQuery): Promise<AuditRow[]
 
 /** Dead letters, newest first, at most `limit`. */
 export async function listDeadLetters(sql: Sql, limit: number): Promise<DeadLetterRow[]> {
-  const rows = await sql<{ id: string; consumer: string; message_id: string; event_id: string | null; routing_key: string; error: string; attempts: number; body: string; headers: Record<string, string>; dead_lettered_at: string; received_at: string }[]>`
-    select id::text, consumer, message_id, event_id::text, routing_key, error, attempts, body, headers,
+  const rows = await sql<{ id: string; consumer: string; message_id: string; event_id: string | null; routing_key: string; error: string; attempts: number; deliveries: number | null; body: string; headers: Record<string, string>; dead_lettered_at: string; received_at: string }[]>`
+    select id::text, consumer, message_id, event_id::text, routing_key, error, attempts, deliveries, body, headers,
            to_char(dead_lettered_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as dead_lettered_at,
            to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as received_at
     from dead_letter_audit
@@ -116,6 +125,7 @@ export async function listDeadLetters(sql: Sql, limit: number): Promise<DeadLett
     routingKey: r.routing_key,
     error: r.error,
     attempts: r.attempts,
+    deliveries: r.deliveries,
     body: r.body,
     headers: r.headers,
     deadLetteredAt: r.dead_lettered_at,

@@ -10,7 +10,7 @@ export const AUDIT_CONSUMER = SECURITY_EVENTS.consumer('security.audit').consume
 /** Every routing key: security sees every event of the fleet. */
 export const AUDIT_PATTERNS: readonly string[] = SECURITY_EVENTS.consumer('security.audit').patterns;
 
-/** The transport, pool, retries, registry, logger and dedup-horizon check (`consumerOptions(service, deps, logger)` from @craig/service). */
+/** The transport, pool, retry and delivery bounds, registry, logger and dedup-horizon check (`consumerOptions(service, deps, logger)` from @craig/service). */
 export type AuditConsumerOptions = ConsumerOptions;
 
 export interface AuditConsumers {
@@ -24,8 +24,9 @@ const deadLetterCounter = perRegistry((registry): Counter<'outcome' | 'consumer'
 
 /**
  * Subscribe the audit consumer to `#` (one `audit_log` row per event, in the inbox transaction)
- * and the fleet's dead-letter queue (one `dead_letter_audit` row per dead letter). A dead letter
- * whose write fails is never dropped: the transport shows it again later.
+ * and the fleet's dead-letter queue (one `dead_letter_audit` row per dead letter, with its
+ * attempts and delivery count). A dead letter whose write fails is never dropped: the
+ * transport shows it again later.
  */
 export async function startAuditConsumers(options: AuditConsumerOptions): Promise<AuditConsumers> {
   const logger = options.logger ?? pino({ level: 'silent' });
@@ -36,6 +37,7 @@ export async function startAuditConsumers(options: AuditConsumerOptions): Promis
     consumer: AUDIT_CONSUMER,
     patterns: AUDIT_PATTERNS,
     maxRetries: options.maxRetries,
+    maxDeliveries: options.maxDeliveries,
     registry: options.registry,
     horizon: options.horizon,
     logger,
@@ -53,7 +55,7 @@ export async function startAuditConsumers(options: AuditConsumerOptions): Promis
       async (letter) => {
         const recorded = await recordDeadLetter(options.sql, letter);
         counter.inc({ outcome: recorded ? 'recorded' : 'duplicate', consumer: letter.consumer });
-        logger.warn({ consumer: letter.consumer, eventId: letter.eventId, routingKey: letter.routingKey, attempts: letter.attempts, error: letter.error, recorded }, 'dead letter audited');
+        logger.warn({ consumer: letter.consumer, eventId: letter.eventId, routingKey: letter.routingKey, attempts: letter.attempts, deliveries: letter.deliveries, error: letter.error, recorded }, 'dead letter audited');
       },
     );
   } catch (error) {

@@ -37,8 +37,8 @@ async function seedAgedHistory(sql: Sql, options: { readonly rows: number }): Pr
              received_at - make_interval(secs => 1 + g % 30), received_at
       from demo_seen`;
     await tx`
-      insert into dead_letter_audit (consumer, message_id, event_id, routing_key, error, attempts, body, headers, dead_lettered_at, received_at)
-      select c, e::text, e, 'case.opened', 'handler failed: demo', 6,
+      insert into dead_letter_audit (consumer, message_id, event_id, routing_key, error, attempts, deliveries, body, headers, dead_lettered_at, received_at)
+      select c, e::text, e, 'case.opened', 'handler failed: demo', 6, 6,
              jsonb_build_object('eventId', e, 'eventType', 'case.opened')::text, '{}'::jsonb, at, at
       from (
         select case when g % 2 = 0 then 'placements.cases' else 'safety.cases' end as c, gen_random_uuid() as e,

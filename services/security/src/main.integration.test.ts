@@ -5,7 +5,7 @@ import { eventually, freePort, s3, testDatabase, type S3TestServer, type TestDat
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const MAIN = new URL('./main.ts', import.meta.url);
-const TOKEN = 'an-admin-token-for-tests';
+const TOKEN = 'an-admin-token-for-tests-0123456789';
 
 let db: TestDatabase;
 let server: S3TestServer;

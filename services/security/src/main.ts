@@ -3,7 +3,7 @@
 // archive specs against the schema before anything runs. Started: the outbox worker, the audit
 // and dead-letter consumers, the archive loop, HTTP; stopped in reverse order on SIGTERM/SIGINT.
 import { openArchiveDeps } from '@craig/retention';
-import { loopTask, runService, subscriptionTask } from '@craig/service';
+import { inboxDeps, loopTask, runService, subscriptionTask } from '@craig/service';
 import { securityMigrationSets } from './migrations.ts';
 import { createService } from './service.ts';
 
@@ -11,7 +11,7 @@ await runService('security', process.env, {
   migrations: securityMigrationSets(),
   pool: { max: 6 },
   build: async (ctx) => {
-    const service = createService({ ...ctx.coreDeps, inboxMaxRetries: ctx.settings.inbox.maxRetries, archive: openArchiveDeps(ctx.settings.archive, ctx) });
+    const service = createService({ ...ctx.coreDeps, ...inboxDeps(ctx.settings), archive: openArchiveDeps(ctx.settings.archive, ctx) });
     // A drifted table fails the boot loudly, before anything runs.
     await service.engine.check();
     return {

@@ -12,8 +12,8 @@ beforeAll(async () => {
            jsonb_build_object('n', g), now() - make_interval(hours => g), now() - make_interval(hours => g)
     from generate_series(1, 10) g`;
   await h.db.sql`
-    insert into dead_letter_audit (consumer, message_id, routing_key, error, attempts, body, dead_lettered_at, received_at)
-    select 'cases.flaky', 'm-' || g, 'placement.started', 'boom', 2, 'raw', now() - make_interval(mins => g), now() - make_interval(mins => g)
+    insert into dead_letter_audit (consumer, message_id, routing_key, error, attempts, deliveries, body, dead_lettered_at, received_at)
+    select 'cases.flaky', 'm-' || g, 'placement.started', 'boom', 2, case when g = 1 then 2 end, 'raw', now() - make_interval(mins => g), now() - make_interval(mins => g)
     from generate_series(1, 3) g`;
 });
 afterAll(() => h.drop());
@@ -53,7 +53,9 @@ describe('GET /v1/dead-letters', () => {
     const res = await call(h.app, 'GET', '/v1/dead-letters?limit=2');
     expect(res.status).toBe(200);
     expect(res.body.deadLetters.map((d: { messageId: string }) => d.messageId)).toEqual(['m-1', 'm-2']);
-    expect(res.body.deadLetters[0]).toMatchObject({ consumer: 'cases.flaky', routingKey: 'placement.started', error: 'boom', attempts: 2, body: 'raw', eventId: null });
+    expect(res.body.deadLetters[0]).toMatchObject({ consumer: 'cases.flaky', routingKey: 'placement.started', error: 'boom', attempts: 2, deliveries: 2, body: 'raw', eventId: null });
+    // A letter audited before deliveries were counted.
+    expect(res.body.deadLetters[1]).toMatchObject({ messageId: 'm-2', deliveries: null });
     const bad = await call(h.app, 'GET', '/v1/dead-letters?limit=-1');
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatchObject({ code: 'invalid_request', parameter: 'limit', value: '-1' });

@@ -27,8 +27,7 @@ export interface SecurityService {
 
 /** The security service, wired from its dependencies; `main.ts` and the tests both use this. */
 export function createService(deps: SecurityDeps): SecurityService {
-  // Room for the redrive route's largest body (10,000 ids).
-  const { app, outbox, logger } = serviceCore('security', deps, { bodyLimitBytes: 256 * 1024 });
+  const { app, outbox, logger } = serviceCore('security', deps);
   const { engine, runner: archive } = createServiceArchive({
     service: 'security',
     databaseUrl: deps.databaseUrl,

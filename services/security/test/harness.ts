@@ -12,9 +12,9 @@ export function serviceHarness(options: { readonly transport?: TransportKind; re
     name: 'security',
     migrations: securityMigrationSets(),
     bucket: 'security-archive',
-    queues: ['security.audit', 'cases.flaky'],
+    queues: ['security.audit', 'cases.flaky', 'cases.dying'],
     ...options,
-    build: ({ deps, store }) => createService({ ...deps, inboxMaxRetries: 2, archive: { store, hotWindowDays: HOT_WINDOW_DAYS, prefix: 'archive', everyMinutes: 60 }, consumers: { retryDelayMs: () => 10 } }),
+    build: ({ deps, store }) => createService({ ...deps, inboxMaxRetries: 2, inboxMaxDeliveries: 3, archive: { store, hotWindowDays: HOT_WINDOW_DAYS, prefix: 'archive', everyMinutes: 60 }, consumers: { retryDelayMs: () => 10 } }),
   });
 }
 

@@ -16,6 +16,12 @@ export class InFlight {
     });
   }
 
+  /** Resolves when nothing is in flight (however long that takes). */
+  settled(): Promise<void> {
+    if (this.count === 0) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
   /** Resolves true when nothing is in flight, false when `graceMs` passed first. */
   idle(graceMs: number): Promise<boolean> {
     if (this.count === 0) return Promise.resolve(true);

@@ -1,7 +1,6 @@
 import type { ChannelModel, ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
 import type { Logger } from 'pino';
-import { InvalidEventError } from '../errors.ts';
-import type { CloseOptions, DeadLetter, Delivery, Subscription } from '../transport.ts';
+import type { CloseOptions, Subscription } from '../transport.ts';
 import { InFlight } from './in-flight.ts';
 import { sleep } from './sleep.ts';
 
@@ -12,10 +11,12 @@ export const H = {
   consumer: 'x-craig-consumer',
   error: 'x-craig-error',
   attempts: 'x-craig-attempts',
+  /** Hand-outs of the message before this copy was published (a dead letter: in all). */
+  deliveries: 'x-craig-deliveries',
   deadLetteredAt: 'x-craig-dead-lettered-at',
 } as const;
 
-const MAX_ERROR_TEXT = 4096;
+export const MAX_ERROR_TEXT = 4096;
 
 export interface QueueSpec {
   readonly queue: string;
@@ -30,6 +31,7 @@ export interface QueueSpec {
  * One consumer on one queue, re-attached on every reconnect. A failed handler's message is
  * republished (confirmed) with the next attempt number, or to the dead-letter exchange with its
  * error past the cap, and only then acknowledged: a crash in between duplicates, never loses.
+ * The event subscription and the dead-letter subscription are in files of their own.
  */
 export abstract class RabbitSubscription implements Subscription {
   private channel: ConfirmChannel | undefined;
@@ -80,7 +82,7 @@ export abstract class RabbitSubscription implements Subscription {
         void channel.close().catch(() => {});
         return;
       }
-      void this.inFlight.track(this.handle(channel, msg));
+      this.dispatch(channel, msg);
     });
     this.consumerTag = consumerTag;
     if (this.closed) await channel.close().catch(() => {});
@@ -106,11 +108,26 @@ export abstract class RabbitSubscription implements Subscription {
     await channel?.close().catch(() => {});
   }
 
+  /** A message arrived on `channel`: handle it (a subclass may first do something else with it). */
+  protected dispatch(channel: ConfirmChannel, msg: ConsumeMessage): void {
+    void this.track(this.handle(channel, msg));
+  }
+
+  /** Count `work` as in flight, so a close waits for it. */
+  protected track(work: Promise<void>): Promise<void> {
+    return this.inFlight.track(work);
+  }
+
+  protected get closing(): boolean {
+    return this.closed;
+  }
+
   protected abstract run(msg: ConsumeMessage): Promise<void>;
   /** What to do when `run` failed: publish a retry or a dead letter (and return true), or requeue (false). */
   protected abstract onFailure(channel: ConfirmChannel, msg: ConsumeMessage, error: unknown): Promise<boolean>;
 
-  private async handle(channel: ConfirmChannel, msg: ConsumeMessage): Promise<void> {
+  /** Run the handler, then acknowledge: on success, or once its retry or dead letter is published. */
+  protected async handle(channel: ConfirmChannel, msg: ConsumeMessage): Promise<void> {
     try {
       await this.run(msg);
     } catch (error) {
@@ -146,12 +163,12 @@ export abstract class RabbitSubscription implements Subscription {
   }
 }
 
-function toError(error: unknown): Error {
+export function toError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
 }
 
 /** Acking or nacking on a channel that closed meanwhile throws; the broker redelivers anyway. */
-function settle(fn: () => void): void {
+export function settle(fn: () => void): void {
   try {
     fn();
   } catch {
@@ -167,7 +184,7 @@ export function headerText(headers: Record<string, unknown> | undefined, name: s
   return JSON.stringify(value);
 }
 
-function userHeaders(headers: Record<string, unknown> | undefined): Record<string, string> {
+export function userHeaders(headers: Record<string, unknown> | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers ?? {})) {
     if (k.startsWith('x-craig-') || k.startsWith('x-death') || k.startsWith('x-first-death') || k.startsWith('x-last-death')) continue;
@@ -175,95 +192,4 @@ function userHeaders(headers: Record<string, unknown> | undefined): Record<strin
     else if (Buffer.isBuffer(v)) out[k] = v.toString();
   }
   return out;
-}
-
-/** A consumer's subscription: handler, retries, dead letter. */
-export class EventSubscription extends RabbitSubscription {
-  constructor(
-    spec: QueueSpec,
-    logger: Logger,
-    onClosed: (sub: RabbitSubscription) => void,
-    currentModel: () => ChannelModel | undefined,
-    private readonly dlx: string,
-    private readonly maxRetries: number,
-    private readonly handler: (delivery: Delivery) => Promise<void>,
-  ) {
-    super(spec, logger, onClosed, currentModel);
-  }
-
-  private delivery(msg: ConsumeMessage): Delivery {
-    const headers = msg.properties.headers;
-    const attempt = Number(headerText(headers, H.attempt) ?? '1');
-    return {
-      consumer: this.consumer,
-      eventId: String(msg.properties.messageId ?? ''),
-      routingKey: headerText(headers, H.routingKey) ?? msg.fields.routingKey,
-      body: msg.content.toString(),
-      headers: userHeaders(headers),
-      attempt: Number.isInteger(attempt) && attempt > 0 ? attempt : 1,
-      redelivered: msg.fields.redelivered,
-    };
-  }
-
-  protected run(msg: ConsumeMessage): Promise<void> {
-    return this.handler(this.delivery(msg));
-  }
-
-  protected async onFailure(channel: ConfirmChannel, msg: ConsumeMessage, error: unknown): Promise<boolean> {
-    const delivery = this.delivery(msg);
-    const base = { ...(msg.properties.headers ?? {}), [H.routingKey]: delivery.routingKey };
-    // A message the handler can never accept (not an envelope) is dead-lettered at once.
-    const permanent = error instanceof InvalidEventError;
-    if (permanent || delivery.attempt > this.maxRetries) {
-      const text = (error instanceof Error ? error.message : String(error)).slice(0, MAX_ERROR_TEXT);
-      await this.confirmPublish(channel, this.dlx, delivery.routingKey, msg, {
-        ...base,
-        [H.consumer]: this.consumer,
-        [H.error]: text,
-        [H.attempts]: delivery.attempt,
-        [H.deadLetteredAt]: new Date().toISOString(),
-      });
-      this.logger.warn({ consumer: this.consumer, eventId: delivery.eventId, attempts: delivery.attempt, err: error }, 'message dead-lettered');
-      return true;
-    }
-    if (!(await this.pause(this.spec.retryDelayMs(delivery.attempt)))) return false;
-    // To the tail of this consumer's own queue (default exchange), with the next attempt number.
-    await this.confirmPublish(channel, '', this.spec.queue, msg, { ...base, [H.attempt]: delivery.attempt + 1 });
-    return true;
-  }
-}
-
-/** The dead-letter queue's subscription: a failed handler sees the message again later, forever. */
-export class DeadLetterSubscription extends RabbitSubscription {
-  constructor(
-    spec: QueueSpec,
-    logger: Logger,
-    onClosed: (sub: RabbitSubscription) => void,
-    currentModel: () => ChannelModel | undefined,
-    private readonly queuePrefix: string,
-    private readonly handler: (deadLetter: DeadLetter) => Promise<void>,
-  ) {
-    super(spec, logger, onClosed, currentModel);
-  }
-
-  protected run(msg: ConsumeMessage): Promise<void> {
-    const headers = msg.properties.headers;
-    // Dead-lettered by the broker itself (a queue's x-dead-letter-exchange): read x-death.
-    const death = headers?.['x-death']?.[0];
-    const deadLetter: DeadLetter = {
-      consumer: headerText(headers, H.consumer) ?? (death ? death.queue.replace(this.queuePrefix, '') : 'unknown'),
-      eventId: String(msg.properties.messageId ?? ''),
-      routingKey: headerText(headers, H.routingKey) ?? death?.['routing-keys'][0] ?? msg.fields.routingKey,
-      body: msg.content.toString(),
-      headers: userHeaders(headers),
-      error: headerText(headers, H.error) ?? (death ? `dead-lettered by the broker: ${death.reason}` : 'unknown'),
-      attempts: Number(headerText(headers, H.attempts) ?? death?.count ?? 1),
-      deadLetteredAt: headerText(headers, H.deadLetteredAt) ?? new Date(death ? death.time.value * 1000 : Date.now()).toISOString(),
-    };
-    return this.handler(deadLetter);
-  }
-
-  protected async onFailure(): Promise<boolean> {
-    return false;
-  }
 }

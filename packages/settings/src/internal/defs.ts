@@ -25,7 +25,7 @@ export function commonDefs(httpPort: number): SettingDef[] {
     def({ key: 'DATABASE_URL', path: 'databaseUrl', schema: v.postgresUrl, description: "URL of the service's own PostgreSQL database." }),
     def({ key: 'HTTP_HOST', path: 'http.host', schema: v.nonEmpty, default: '127.0.0.1', description: 'Interface the HTTP API binds to.' }),
     def({ key: 'HTTP_PORT', path: 'http.port', schema: v.port, default: String(httpPort), description: 'Port of the HTTP API (`/healthz`, `/readyz`, `/metrics`, `/v1/...`); 0 picks a free port.' }),
-    def({ key: 'ADMIN_TOKEN', path: 'adminToken', schema: v.adminToken, secret: true, description: 'Bearer token for `/v1/admin/*` (at least 16 characters).' }),
+    def({ key: 'ADMIN_TOKEN', path: 'adminToken', schema: v.adminToken, secret: true, description: 'Bearer token for `/v1/admin/*` and the other admin routes (at least 32 characters; `openssl rand -base64 32`).' }),
     def({ key: 'LOG_LEVEL', path: 'logLevel', schema: v.logLevel, default: 'info', description: 'pino log level.' }),
     def({ key: 'TRANSPORT', path: 'transport.kind', schema: v.transportKind, default: 'postgres', description: 'Event transport: `postgres` (the bus database, zero-install default) or `rabbitmq`.' }),
     def({ key: 'BUS_DATABASE_URL', path: 'transport.busDatabaseUrl', schema: v.postgresUrl, optional: true, description: 'PostgreSQL bus database shared by the fleet; required when TRANSPORT=postgres.' }),
@@ -43,6 +43,14 @@ export function commonDefs(httpPort: number): SettingDef[] {
         'Outbox-worker ticks (1 s each) between transport prune cycles, from a per-service jitter. Production keeps the hourly default (3600); the devstack sets 20 so sweeps show within a minute.',
     }),
     def({ key: 'INBOX_MAX_RETRIES', path: 'inbox.maxRetries', schema: v.wholeNumber(0, 100, 'retries'), default: '5', description: 'Handler retries before a message is dead-lettered.' }),
+    def({
+      key: 'INBOX_MAX_DELIVERIES',
+      path: 'inbox.maxDeliveries',
+      schema: v.wholeNumber(1, 100, 'deliveries'),
+      default: '5',
+      description:
+        'Deliveries of one message without an acknowledgement (its consumer died or timed out holding it) after which it is dead-lettered instead of handed out again. Counted apart from INBOX_MAX_RETRIES: a handler that throws settles its delivery.',
+    }),
   ];
 }
 

@@ -15,6 +15,10 @@ export function levenshtein(a: string, b: string): number {
 
 /** The closest candidate within a distance that still reads as a typo, else undefined. */
 export function closest(word: string, candidates: readonly string[]): string | undefined {
+  // The distance is at least the difference in length, so a word half again as long as every
+  // candidate cannot be within the threshold: skip the O(n·m) work (an env key can be huge).
+  const longest = Math.max(0, ...candidates.map((c) => c.length));
+  if (word.length > longest * 1.5 + 3) return undefined;
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const c of candidates) {

@@ -64,7 +64,10 @@ export const bucketName = z
 
 export const nonEmpty = z.string().min(1, { error: 'must not be empty' });
 
-export const adminToken = z.string().min(16, { error: 'must be at least 16 characters' });
+/** Shortest admin token accepted: 32 characters (`openssl rand -base64 32` is 44). */
+export const MIN_ADMIN_TOKEN_LENGTH = 32;
+
+export const adminToken = z.string().min(MIN_ADMIN_TOKEN_LENGTH, { error: `must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters (generate one: openssl rand -base64 32)` });
 
 export const archivePrefix = z
   .string()

@@ -20,7 +20,7 @@ afterAll(async () => {
 
 const envFor = () => ({
   CRAIG_EXCHANGE__DATABASE_URL: db.url,
-  CRAIG_EXCHANGE__ADMIN_TOKEN: 'x'.repeat(16),
+  CRAIG_EXCHANGE__ADMIN_TOKEN: 'x'.repeat(32),
   CRAIG_EXCHANGE__BUS_DATABASE_URL: db.url,
   CRAIG_EXCHANGE__OBJECT_STORE_BACKEND: 's3',
   CRAIG_EXCHANGE__OBJECT_STORE_ENDPOINT: server.endpoint,

@@ -134,7 +134,7 @@ describe('pnpm xtask archive <service>', () => {
     try {
       const unregistered = await xtask(['archive', 'arch-nospecs'], {
         CRAIG_ARCH_NOSPECS__DATABASE_URL: db.url,
-        CRAIG_ARCH_NOSPECS__ADMIN_TOKEN: 'x'.repeat(16),
+        CRAIG_ARCH_NOSPECS__ADMIN_TOKEN: 'x'.repeat(32),
         CRAIG_ARCH_NOSPECS__OBJECT_STORE_BACKEND: 's3',
         CRAIG_ARCH_NOSPECS__OBJECT_STORE_BUCKET: 'b-b-b',
       });

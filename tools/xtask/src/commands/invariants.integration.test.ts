@@ -41,7 +41,7 @@ beforeEach(async () => {
 
 const env = {
   CRAIG_INV_LAB__DATABASE_URL: '',
-  CRAIG_INV_LAB__ADMIN_TOKEN: 'x'.repeat(16),
+  CRAIG_INV_LAB__ADMIN_TOKEN: 'x'.repeat(32),
   CRAIG_INV_LAB__OBJECT_STORE_BACKEND: 's3',
   CRAIG_INV_LAB__OBJECT_STORE_ENDPOINT: 'http://127.0.0.1:1',
   CRAIG_INV_LAB__OBJECT_STORE_BUCKET: 'unused',

@@ -11,7 +11,7 @@ afterEach(async () => {
 
 const env = (service: string, url: string) => ({
   [`CRAIG_${service.toUpperCase()}__DATABASE_URL`]: url,
-  [`CRAIG_${service.toUpperCase()}__ADMIN_TOKEN`]: 'x'.repeat(16),
+  [`CRAIG_${service.toUpperCase()}__ADMIN_TOKEN`]: 'x'.repeat(32),
   CRAIG__BUS_DATABASE_URL: url,
 });
 

@@ -12,7 +12,7 @@ afterEach(async () => {
 const env = (url: string, allowed?: string) => ({
   CRAIG_INVENTORY__DATABASE_URL: url,
   CRAIG_INVENTORY__BUS_DATABASE_URL: url,
-  CRAIG_INVENTORY__ADMIN_TOKEN: 'x'.repeat(16),
+  CRAIG_INVENTORY__ADMIN_TOKEN: 'x'.repeat(32),
   ...(allowed === undefined ? {} : { CRAIG_INVENTORY__CLEANUP_ALLOWED_DATABASES: allowed }),
 });
 

@@ -25,7 +25,7 @@ beforeEach(async () => {
     values ('live-1', 'ssa-gateway', 'queued', 0, now() - interval '400 days'), ('live-2', 'ssa-gateway', 'sending', 1, now() - interval '400 days')`;
 });
 
-const env = { CRAIG_EXCHANGE__ADMIN_TOKEN: 'x'.repeat(16), CRAIG_EXCHANGE__OBJECT_STORE_BACKEND: 's3', CRAIG_EXCHANGE__OBJECT_STORE_BUCKET: 'unused' };
+const env = { CRAIG_EXCHANGE__ADMIN_TOKEN: 'x'.repeat(32), CRAIG_EXCHANGE__OBJECT_STORE_BACKEND: 's3', CRAIG_EXCHANGE__OBJECT_STORE_BUCKET: 'unused' };
 const left = async () => (await db.sql<{ n: number }[]>`select count(*)::int as n from exchange_send_jobs`)[0]!.n;
 
 async function xtask(...argv: string[]): Promise<{ code: number; out: string }> {

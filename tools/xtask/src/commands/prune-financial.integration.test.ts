@@ -17,7 +17,7 @@ beforeEach(async () => {
   await db.sql`truncate subsidy_reconcile_queue, subsidy_import_lines, subsidy_imports, prune_latch`;
 });
 
-const env = (extra: Record<string, string> = {}) => ({ CRAIG_FINANCIAL__DATABASE_URL: db.url, CRAIG_FINANCIAL__ADMIN_TOKEN: 'x'.repeat(16), CRAIG__BUS_DATABASE_URL: db.url, ...extra });
+const env = (extra: Record<string, string> = {}) => ({ CRAIG_FINANCIAL__DATABASE_URL: db.url, CRAIG_FINANCIAL__ADMIN_TOKEN: 'x'.repeat(32), CRAIG__BUS_DATABASE_URL: db.url, ...extra });
 
 /** Settled rows `ageDays` after settlement, and pending ones of the same age (never swept). */
 async function seed(settled: number, ageDays: number, pending = 0): Promise<void> {

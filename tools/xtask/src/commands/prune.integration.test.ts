@@ -111,7 +111,7 @@ describe('pnpm xtask prune <service>', () => {
     for (const name of ['cases', 'security', 'inventory', 'financial'] as const) {
       const settings = loadServiceSettings(name, {
         [`CRAIG_${name.toUpperCase()}__DATABASE_URL`]: db.url,
-        [`CRAIG_${name.toUpperCase()}__ADMIN_TOKEN`]: 'x'.repeat(16),
+        [`CRAIG_${name.toUpperCase()}__ADMIN_TOKEN`]: 'x'.repeat(32),
         CRAIG__BUS_DATABASE_URL: db.url,
         CRAIG__OBJECT_STORE_BACKEND: 's3',
         CRAIG__OBJECT_STORE_BUCKET: 'archive',

@@ -56,7 +56,7 @@ async function renderService(entry: ServiceEntry): Promise<{ sets: string[]; tex
   try {
     const settings = loadServiceSettings(entry.profile, {
       [`${entry.profile.envPrefix}DATABASE_URL`]: db.url,
-      [`${entry.profile.envPrefix}ADMIN_TOKEN`]: 'schema-dump-admin-token',
+      [`${entry.profile.envPrefix}ADMIN_TOKEN`]: 'schema-dump-admin-token-0123456789',
       CRAIG__BUS_DATABASE_URL: db.url,
       CRAIG__CLEANUP_ALLOWED_DATABASES: db.name,
       CRAIG__OBJECT_STORE_BACKEND: 's3',

@@ -6,7 +6,7 @@ import { chooseServer, childEnv, needsServer, serviceEnv, type StackInfra } from
 const infra: StackInfra = {
   serverUrl: 'postgres://postgres:pw@127.0.0.1:5999/postgres',
   dbPrefix: 'craig_',
-  adminToken: 'a-devstack-admin-token',
+  adminToken: 'a-devstack-admin-token-0123456789',
   portBase: undefined,
   transport: { kind: 'postgres' },
   objectStore: { endpoint: 'http://127.0.0.1:4568', region: 'us-east-1', bucket: 'craig-devstack', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },

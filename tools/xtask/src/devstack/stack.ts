@@ -7,7 +7,7 @@ import { rm } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
 import type { Writable } from 'node:stream';
 import { createClient } from '@craig/db';
-import { loadServiceSettings, SERVICE_NAMES, type ServiceSettings } from '@craig/settings';
+import { loadServiceSettings, MIN_ADMIN_TOKEN_LENGTH, SERVICE_NAMES, type ServiceSettings } from '@craig/settings';
 import { s3, startEmbeddedPostgres, tcpReachable, type EmbeddedServer, type S3TestServer } from '@craig/testkit';
 import { UsageError, writeLine } from '../command.ts';
 import { assertAnswers, ensureDatabase, redact, sameServer } from './databases.ts';
@@ -49,7 +49,9 @@ export async function runDevstack(options: DevstackOptions, io: DevstackIo): Pro
     return r === '' ? '.' : r.startsWith('..') || isAbsolute(r) ? p : r;
   };
   const state = await loadState(options.stateDir);
-  const adminToken = io.env.CRAIG__ADMIN_TOKEN ?? state.adminToken ?? randomBytes(18).toString('base64url');
+  // 32 random bytes (43 characters); a token remembered from before the 32-character minimum is replaced.
+  const remembered = state.adminToken !== undefined && state.adminToken.length >= MIN_ADMIN_TOKEN_LENGTH ? state.adminToken : undefined;
+  const adminToken = io.env.CRAIG__ADMIN_TOKEN ?? remembered ?? randomBytes(32).toString('base64url');
   state.adminToken = adminToken;
   await saveState(options.stateDir, state);
 
