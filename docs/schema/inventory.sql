@@ -608,6 +608,31 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION public.cleanup_step_window(p_job_id bigint, p_first_step integer, p_max_steps integer, p_max_ms integer, p_budget integer, p_window integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  t_start timestamptz := clock_timestamp();
+  v_steps jsonb := '[]';
+  v_step jsonb;
+  v_no integer := p_first_step;
+begin
+  if p_max_steps < 1 or p_max_steps > 64 or p_max_ms < 1 or p_max_ms > 1000 then
+    raise exception 'cleanup_step_window: % steps / % ms out of bounds (1..64, 1..1000)', p_max_steps, p_max_ms using errcode = '22023';
+  end if;
+  loop
+    v_step := cleanup_step(p_job_id, v_no, p_budget, p_window);
+    v_steps := v_steps || jsonb_build_array(v_step);
+    exit when v_step->'step'->>'state_after' <> 'deleting';
+    exit when v_no - p_first_step + 1 >= p_max_steps;
+    exit when clock_timestamp() - t_start >= make_interval(secs => p_max_ms / 1000.0);
+    v_no := v_no + 1;
+  end loop;
+  return jsonb_build_object('steps', v_steps, 'functionMs', extract(epoch from clock_timestamp() - t_start) * 1000);
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION public.items_admit()
  RETURNS trigger
  LANGUAGE plpgsql

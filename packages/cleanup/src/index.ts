@@ -10,8 +10,8 @@
 export { createJob, cancel, status, cancelExpiredJobs, DEFAULT_COLLECT_DEADLINE_MINUTES, type CreateJobInput, type CreateJobOptions } from './jobs.ts';
 /** Collect and seal a prune job's manifest. */
 export { appendSeen, seal, type AppendSeenResult, type SealOptions } from './manifest.ts';
-/** One bounded, replay-safe step; or step a job to completion. */
-export { step, runToCompletion, STEP_ROW_BUDGET, STEP_SCAN_WINDOW, type StepOptions, type StepTimings } from './step.ts';
+/** One bounded, replay-safe step, a window of them in one transaction, or a job to completion. */
+export { step, stepWindow, runToCompletion, MAX_WINDOW_STEPS, STEP_ROW_BUDGET, STEP_SCAN_WINDOW, type StepOptions, type StepTimings, type WindowOptions } from './step.ts';
 /** External id validation (≤ 128 per call). */
 export { validateExternalIds, externalIdProblem, EXTERNAL_ID_PATTERN, MAX_IDS_PER_CALL } from './external-ids.ts';
 /** The `cleanup` migration set, its installer guard and the runtime role. */
@@ -27,7 +27,7 @@ export {
 /** Bounded removal of finished jobs' history through `pruneTable`. */
 export { sweepCleanupHistory, cleanupRetentionSpecs, type SweepHistoryOptions, type SweepHistoryResult, type HistoryTable } from './history.ts';
 /** The worker loop that steps jobs to completion. */
-export { createCleanupRunner, DEFAULT_STEP_PAUSE_MS, type CleanupRunner, type CleanupRunnerOptions, type CycleReport } from './runner.ts';
+export { createCleanupRunner, DEFAULT_STEP_PAUSE_MS, DEFAULT_WINDOW_STEPS, DEFAULT_WINDOW_MS, type CleanupRunner, type CleanupRunnerOptions, type CycleReport } from './runner.ts';
 /** Prometheus metrics of the runner. */
 export { cleanupMetrics, type CleanupMetrics } from './metrics.ts';
 /** Typed errors of every refusal; `translatePgError` turns trigger/NOWAIT errors from source writes into them. */

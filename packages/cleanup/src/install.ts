@@ -56,7 +56,7 @@ export const CLEANUP_RUNTIME_GRANTS = defineRuntimeGrants({
     // Counters, cursor progress and the step count move only inside cleanup_step.
     cleanup_jobs: ['state', 'phase', 'cancel_reason', 'expected_unique_count', 'high_water_id', 'cursor_library_id', 'cursor_item_id', 'sealed_at', 'finished_at', 'updated_at'],
   },
-  functions: ['cleanup_step(bigint, integer, integer, integer)'],
+  functions: ['cleanup_step(bigint, integer, integer, integer)', 'cleanup_step_window(bigint, integer, integer, integer, integer, integer)'],
 });
 
 /**

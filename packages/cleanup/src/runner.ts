@@ -6,7 +6,7 @@ import { CleanupError } from './errors.ts';
 import { sweepCleanupHistory } from './history.ts';
 import { cancelExpiredJobs } from './jobs.ts';
 import { cleanupMetrics } from './metrics.ts';
-import { runStep, type StepOptions } from './internal/step-run.ts';
+import { MAX_WINDOW_STEPS, runStepWindow, type StepOptions } from './internal/step-run.ts';
 import type { RowCounts } from './types.ts';
 
 export interface CleanupRunnerOptions {
@@ -26,8 +26,14 @@ export interface CleanupRunnerOptions {
   readonly registry?: Registry;
   /** Pause between cycles when there is nothing to do; default 1,000 ms. */
   readonly idleMs?: number;
-  /** Pause between two steps, giving sync writers room; default {@link DEFAULT_STEP_PAUSE_MS}. */
+  /** Pause between two step windows, giving sync writers room; default {@link DEFAULT_STEP_PAUSE_MS}. */
   readonly stepPauseMs?: number;
+  /**
+   * Steps per transaction (one `cleanup_step_window` call): at most `maxSteps` (default
+   * {@link DEFAULT_WINDOW_STEPS}), none started after `maxMs` (default {@link DEFAULT_WINDOW_MS}).
+   * `{ maxSteps: 1 }` is one step per transaction.
+   */
+  readonly window?: { readonly maxSteps?: number; readonly maxMs?: number };
   /** Steps per cycle before the session is closed and the lock offered to other replicas; default 2,000. */
   readonly maxStepsPerCycle?: number;
   /** How often the history sweep runs; default hourly. */
@@ -41,6 +47,10 @@ export interface CleanupRunnerOptions {
  * within 1.5× of idle while the prune ran at ~0.13× an unbounded DELETE (ADR-060).
  */
 export const DEFAULT_STEP_PAUSE_MS = 2;
+/** Steps per window by default (ADR-060, step windows): one round trip and commit for up to eight 128-row steps. */
+export const DEFAULT_WINDOW_STEPS = 8;
+/** A window starts no step after this many ms, so a transaction stays short whatever the steps cost. */
+export const DEFAULT_WINDOW_MS = 20;
 
 export interface CycleReport {
   /** Another replica holds the runner lock. */
@@ -78,6 +88,10 @@ export function createCleanupRunner(options: CleanupRunnerOptions): CleanupRunne
   const maxSteps = options.maxStepsPerCycle ?? 2_000;
   const historyEveryMs = options.historyEveryMs ?? 3_600_000;
   const stepPauseMs = options.stepPauseMs ?? DEFAULT_STEP_PAUSE_MS;
+  const windowSteps = options.window?.maxSteps ?? DEFAULT_WINDOW_STEPS;
+  const windowMs = options.window?.maxMs ?? DEFAULT_WINDOW_MS;
+  if (!Number.isInteger(windowSteps) || windowSteps < 1 || windowSteps > MAX_WINDOW_STEPS) throw new RangeError(`window.maxSteps must be an integer in 1..${MAX_WINDOW_STEPS}: ${windowSteps}`);
+  if (!Number.isInteger(windowMs) || windowMs < 1 || windowMs > 1000) throw new RangeError(`window.maxMs must be an integer in 1..1000: ${windowMs}`);
   const sessionOptions = { service: `${options.service}:cleanup`, ...(options.role === undefined ? {} : { role: options.role }) };
   let controller: AbortController | undefined;
   let loop: Promise<void> | undefined;
@@ -127,31 +141,35 @@ export function createCleanupRunner(options: CleanupRunnerOptions): CleanupRunne
     while (report.steps < maxSteps && !signal.aborted) {
       let phase = 'unknown';
       try {
-        const result = await runStep(sql, jobId, next, {
+        const results = await runStepWindow(sql, jobId, next, {
           ...options.stepOptions,
+          maxSteps: Math.min(windowSteps, maxSteps - report.steps),
+          maxMs: windowMs,
           onTimings: (t) => {
             phase = t.phase;
             metrics.stepSeconds.observe({ phase: t.phase }, t.totalMs / 1000);
             options.stepOptions?.onTimings?.(t);
           },
         });
-        report.steps++;
-        metrics.steps.inc({ kind, phase: result.phase, outcome: result.replayed ? 'replayed' : 'ok' });
-        const c = result.counts;
-        for (const [outcome, n] of [['deleted', c.deleted], ['moved', c.moved], ['already_absent', c.alreadyAbsent], ['retained', c.retained], ['kept', c.kept]] as const) {
-          if (n > 0) metrics.rows.inc({ outcome }, n);
+        for (const result of results) {
+          report.steps++;
+          metrics.steps.inc({ kind, phase: result.phase, outcome: result.replayed ? 'replayed' : 'ok' });
+          const c = result.counts;
+          for (const [outcome, n] of [['deleted', c.deleted], ['moved', c.moved], ['already_absent', c.alreadyAbsent], ['retained', c.retained], ['kept', c.kept]] as const) {
+            if (n > 0) metrics.rows.inc({ outcome }, n);
+          }
+          report.counts.deleted += c.deleted;
+          report.counts.moved += c.moved;
+          report.counts.alreadyAbsent += c.alreadyAbsent;
+          report.counts.retained += c.retained;
+          logger.debug({ jobId, step: result.stepNo, phase: result.phase, ...c, phaseAfter: result.phaseAfter }, 'cleanup step');
+          if (result.done) {
+            report.jobsFinished++;
+            metrics.jobsFinished.inc({ kind, state: 'completed' });
+            return;
+          }
+          next = result.stepNo + 1;
         }
-        report.counts.deleted += c.deleted;
-        report.counts.moved += c.moved;
-        report.counts.alreadyAbsent += c.alreadyAbsent;
-        report.counts.retained += c.retained;
-        logger.debug({ jobId, step: result.stepNo, phase: result.phase, ...c, phaseAfter: result.phaseAfter }, 'cleanup step');
-        if (result.done) {
-          report.jobsFinished++;
-          metrics.jobsFinished.inc({ kind, state: 'completed' });
-          return;
-        }
-        next = result.stepNo + 1;
         if (stepPauseMs > 0) await sleep(stepPauseMs, undefined, { signal }).catch(() => undefined);
       } catch (error) {
         if (signal.aborted) return;

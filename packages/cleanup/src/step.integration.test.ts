@@ -6,7 +6,7 @@ import { AdmissionBusy, JobStateConflict } from './errors.ts';
 import { RUNTIME_ROLE } from './install.ts';
 import { createJob, status } from './jobs.ts';
 import { appendSeen, seal } from './manifest.ts';
-import { runToCompletion, step } from './step.ts';
+import { runToCompletion, step, stepWindow } from './step.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -275,5 +275,57 @@ describe('prune-library', () => {
     expect(first.counts).toMatchObject({ visited: 0, kept: 1024, deleted: 0 });
     const results = await stepAll(h.app, jobId);
     expect(results.reduce((n, r) => n + r.counts.deleted, 0)).toBe(100);
+  });
+});
+
+describe('step windows', () => {
+  it('a window runs bounded steps back to back in one transaction, each recorded, and stops when the job completes', async () => {
+    const { lib, seen, unseen, jobId } = await prunable(700, 300);
+    const results = await stepWindow(h.app, jobId, 1, { maxSteps: 64, maxMs: 1000 });
+    expect(results.map((r) => r.stepNo)).toEqual(results.map((_, i) => i + 1));
+    for (const r of results) expect(r.counts.deleted).toBeLessThanOrEqual(128);
+    expect(results.reduce((n, r) => n + r.counts.deleted, 0)).toBe(unseen.length);
+    expect(results.at(-1)).toMatchObject({ done: true, phase: 'verify', stateAfter: 'completed' });
+    expect(results.filter((r) => r.phase === 'items').length).toBeGreaterThan(1);
+    const [recorded] = await h.admin<{ n: number }[]>`select count(*)::int as n from cleanup_steps where job_id = ${jobId}`;
+    expect(recorded!.n).toBe(results.length);
+    expect(await itemsIn(h.admin, lib)).toEqual(seen);
+    expect(await admissionOf(h.admin, lib)).toBe('open');
+    expect(await status(h.app, jobId)).toMatchObject({ state: 'completed', stepsDone: results.length });
+  });
+
+  it('stops at maxSteps; replaying a committed window returns its recorded results and deletes nothing', async () => {
+    const { lib, jobId } = await prunable(600, 100);
+    const first = await stepWindow(h.app, jobId, 1, { maxSteps: 2, maxMs: 1000 });
+    expect(first.map((r) => [r.stepNo, r.replayed])).toEqual([[1, false], [2, false]]);
+    const left = (await itemsIn(h.admin, lib)).length;
+    const again = await stepWindow(h.app, jobId, 1, { maxSteps: 2, maxMs: 1000 });
+    expect(again.map((r) => [r.stepNo, r.replayed])).toEqual([[1, true], [2, true]]);
+    expect(again.map((r) => r.counts)).toEqual(first.map((r) => r.counts));
+    expect((await itemsIn(h.admin, lib)).length).toBe(left);
+    expect(await status(h.app, jobId)).toMatchObject({ stepsDone: 2, nextStep: 3 });
+  });
+
+  it('a contended window fails as a whole with AdmissionBusy: nothing deleted, nothing recorded', async () => {
+    const { lib, items, jobId } = await prunable(400, 100);
+    const writer = postgres(h.db.url, { max: 1, onnotice: () => {} });
+    try {
+      const error = await writer.begin(async (tx) => {
+        // An admitted writer's shared lock on the library row: every step's NOWAIT fence fails.
+        await tx`select 1 from libraries where id = ${lib} for share`;
+        return rejection(stepWindow(h.app, jobId, 1, { maxSteps: 8, maxMs: 1000 }));
+      });
+      expect(error).toBeInstanceOf(AdmissionBusy);
+    } finally {
+      await writer.end();
+    }
+    expect(await itemsIn(h.admin, lib)).toHaveLength(items.length);
+    expect(await status(h.app, jobId)).toMatchObject({ stepsDone: 0 });
+  });
+
+  it('refuses windows out of bounds', async () => {
+    await expect(stepWindow(h.app, 1, 1, { maxSteps: 0, maxMs: 10 })).rejects.toThrow(RangeError);
+    await expect(stepWindow(h.app, 1, 1, { maxSteps: 65, maxMs: 10 })).rejects.toThrow(RangeError);
+    await expect(stepWindow(h.app, 1, 1, { maxSteps: 4, maxMs: 0 })).rejects.toThrow(RangeError);
   });
 });

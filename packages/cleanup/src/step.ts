@@ -1,9 +1,9 @@
 import type { Sql } from '@craig/db';
 import { JobNotFound } from './errors.ts';
-import { runStep, type StepOptions } from './internal/step-run.ts';
+import { runStep, runStepWindow, type StepOptions, type WindowOptions } from './internal/step-run.ts';
 import type { StepResult } from './types.ts';
 
-export { STEP_ROW_BUDGET, STEP_SCAN_WINDOW, type StepOptions, type StepTimings } from './internal/step-run.ts';
+export { MAX_WINDOW_STEPS, STEP_ROW_BUDGET, STEP_SCAN_WINDOW, type StepOptions, type StepTimings, type WindowOptions } from './internal/step-run.ts';
 
 /**
  * Run step `stepNo` of a deleting job: one statement (the `cleanup_step` function, one round
@@ -26,6 +26,17 @@ export { STEP_ROW_BUDGET, STEP_SCAN_WINDOW, type StepOptions, type StepTimings }
  */
 export function step(sql: Sql, jobId: number, stepNo: number, options: StepOptions = {}): Promise<StepResult> {
   return runStep(sql, jobId, stepNo, options);
+}
+
+/**
+ * Steps `firstStep`, `firstStep + 1`, … of a deleting job in one transaction: at most
+ * `maxSteps` of them, none started after `maxMs`, stopping when the job finishes. Each is a
+ * {@link step} with every guarantee of one (≤ 128 rows, revision checks, its own record); they
+ * commit together, or on any failure none of them does. Replaying a committed window returns
+ * its steps' recorded results.
+ */
+export function stepWindow(sql: Sql, jobId: number, firstStep: number, options: WindowOptions): Promise<StepResult[]> {
+  return runStepWindow(sql, jobId, firstStep, options);
 }
 
 /** Step a job until it completes (or `maxSteps` ran), resuming from its persisted next step. */

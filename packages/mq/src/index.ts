@@ -101,7 +101,7 @@ export {
 } from './transport-prune.ts';
 
 /** The batch-delete loop every sweep reuses (service-local sweeps bring their own target and lock key). */
-export { pruneTable, definePruneTarget, PRUNE_BATCH, PRUNE_CYCLE_CAP, type PruneBatch, type PruneTarget, type PruneTableOptions, type PruneTableResult } from './prune-table.ts';
+export { pruneTable, definePruneTarget, nextBatchSize, PRUNE_BATCH, PRUNE_CYCLE_CAP, PRUNE_MAX_BATCH, PRUNE_TARGET_BATCH_MS, type PruneBatch, type PruneTarget, type PruneTableOptions, type PruneTableResult } from './prune-table.ts';
 
 /** Service-local terminal-state sweeps on the same batch loop, lock discipline and latch. */
 export {

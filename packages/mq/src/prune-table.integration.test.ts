@@ -118,7 +118,29 @@ describe('pruneTable', () => {
     }
   });
 
+  it('adaptive batches grow while they are fast, never past the maximum or the cap, and the count stays exact', async () => {
+    await seed(3000, { ageDays: 40, published: true });
+    await seed(50, { ageDays: 40, published: false });
+    const limits: number[] = [];
+    // A generous target: every batch of these few rows is far under it, so each one doubles.
+    const result = await pruneTable(db.sql, aged, { batchSize: 100, targetBatchMs: 10_000, maxBatchSize: 700, cap: 2_900, onBatch: (b) => void limits.push(b.limit) });
+    expect(limits).toEqual([100, 200, 400, 700, 700, 700, 100]);
+    expect(result).toEqual({ deleted: 2_900, batches: 7, capped: true, aborted: false });
+    expect(await count()).toBe(150);
+  });
+
+  it('an adaptive batch over its target shrinks the next, never below batchSize', async () => {
+    await seed(1000, { ageDays: 40, published: true });
+    const limits: number[] = [];
+    // A target no batch can meet: after the first growth nothing grows, each batch halves to the floor.
+    const result = await pruneTable(db.sql, aged, { batchSize: 100, targetBatchMs: 0.001, maxBatchSize: 800, onBatch: (b) => void limits.push(b.limit) });
+    expect(limits.every((l) => l === 100)).toBe(true);
+    expect(result).toMatchObject({ deleted: 1000, batches: 11 });
+  });
+
   it('refuses identifiers that are not plain names and nonsense sizes', async () => {
+    await expect(pruneTable(db.sql, aged, { batchSize: 100, targetBatchMs: 0 })).rejects.toThrow(RangeError);
+    await expect(pruneTable(db.sql, aged, { batchSize: 100, maxBatchSize: 50 })).rejects.toThrow(/maxBatchSize/);
     expect(() => definePruneTarget({ ...aged, table: 'events; drop table x' })).toThrow(TypeError);
     expect(() => definePruneTarget({ ...aged, orderBy: 'Created_At' })).toThrow(TypeError);
     await expect(pruneTable(db.sql, aged, { batchSize: 0 })).rejects.toThrow(RangeError);

@@ -4,6 +4,15 @@ import type { PendingQuery, Row, Sql } from 'postgres';
 /** Rows per DELETE statement: bounds lock and WAL per statement and lets other work interleave. */
 export const PRUNE_BATCH = 5_000;
 /**
+ * The transport sweep's latency target per batch (ADR-064): batches start at
+ * {@link PRUNE_BATCH} rows and grow, up to {@link PRUNE_MAX_BATCH}, while they finish well
+ * within it (and shrink back when one takes longer), so the per-statement overhead (round trip,
+ * plan, commit) is amortized over as many rows as the target allows.
+ */
+export const PRUNE_TARGET_BATCH_MS = 50;
+/** Most rows an adaptive batch grows to. */
+export const PRUNE_MAX_BATCH = 50_000;
+/**
  * Most rows one table may lose in one cycle. A jumped clock (NTP glitch, VM migration) can make
  * `now() - window` match almost everything; past this the cycle stops and warns instead.
  */
@@ -39,14 +48,24 @@ export function definePruneTarget(target: PruneTarget): PruneTarget {
 /** One batch of a {@link pruneTable} run. */
 export interface PruneBatch {
   readonly deleted: number;
+  /** Rows this batch was allowed (its LIMIT): the adaptive size, or less at the cap. */
+  readonly limit: number;
   readonly ms: number;
   /** Rows deleted so far by this call. */
   readonly total: number;
 }
 
 export interface PruneTableOptions {
-  /** Rows per statement; default {@link PRUNE_BATCH}. */
+  /** Rows per statement; default {@link PRUNE_BATCH}. With `targetBatchMs`, the first and smallest batch. */
   readonly batchSize?: number;
+  /**
+   * Adapt the batch size to this latency per batch (ms): after a full batch, the next one is
+   * sized to take about this long (at most doubling, at most halving, between `batchSize` and
+   * `maxBatchSize`). Without it every batch is `batchSize` rows.
+   */
+  readonly targetBatchMs?: number;
+  /** Largest adaptive batch; default {@link PRUNE_MAX_BATCH}. */
+  readonly maxBatchSize?: number;
   /** Most rows this call deletes; default {@link PRUNE_CYCLE_CAP}. */
   readonly cap?: number;
   /** Checked between batches: an abort stops the loop after the batch in flight. */
@@ -73,6 +92,10 @@ export interface PruneTableResult {
  * version and survives. A ctid is only stable within one statement, which is why the select and
  * the delete are one.
  *
+ * With `targetBatchMs`, each full batch sizes the next one to take about that long (between
+ * `batchSize` and `maxBatchSize`): the keyset cursor makes every batch's cost proportional to
+ * its rows, so a larger batch only amortizes the per-statement overhead (ADR-064).
+ *
  * Stops on a short batch, at the cap, or on abort; yields to the event loop between batches.
  * Run it on a dedicated session holding the sweep's advisory lock.
  */
@@ -81,6 +104,10 @@ export async function pruneTable(sql: Sql, target: PruneTarget, options: PruneTa
   const cap = options.cap ?? PRUNE_CYCLE_CAP;
   if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize must be a positive integer: ${batchSize}`);
   if (!Number.isInteger(cap) || cap < 1) throw new RangeError(`cap must be a positive integer: ${cap}`);
+  const targetMs = options.targetBatchMs;
+  const maxBatch = options.maxBatchSize ?? Math.max(PRUNE_MAX_BATCH, batchSize);
+  if (targetMs !== undefined && (!Number.isFinite(targetMs) || targetMs <= 0)) throw new RangeError(`targetBatchMs must be a positive number: ${targetMs}`);
+  if (!Number.isInteger(maxBatch) || maxBatch < batchSize) throw new RangeError(`maxBatchSize must be an integer >= batchSize (${batchSize}): ${maxBatch}`);
 
   let deleted = 0;
   let batches = 0;
@@ -88,9 +115,10 @@ export async function pruneTable(sql: Sql, target: PruneTarget, options: PruneTa
   // ties), so no batch walks the index entries of the rows already deleted in this call. A row
   // behind the cursor that became eligible meanwhile is left for the next cycle.
   let cursor: string | null = null;
+  let size = batchSize;
   for (;;) {
     if (options.signal?.aborted) return { deleted, batches, capped: false, aborted: true };
-    const limit = Math.min(batchSize, cap - deleted);
+    const limit = Math.min(size, cap - deleted);
     const started = performance.now();
     const after: PendingQuery<Row[]> = cursor === null ? sql`` : sql`and ${sql(target.orderBy)} >= ${cursor}`;
     const rows: Array<{ count: number; last: string | null }> = await sql<{ count: number; last: string | null }[]>`
@@ -111,8 +139,10 @@ export async function pruneTable(sql: Sql, target: PruneTarget, options: PruneTa
     const count = result.count;
     deleted += count;
     batches++;
-    await options.onBatch?.({ deleted: count, ms: performance.now() - started, total: deleted });
+    const ms = performance.now() - started;
+    await options.onBatch?.({ deleted: count, limit, ms, total: deleted });
     if (count < limit) return { deleted, batches, capped: false, aborted: false };
+    if (targetMs !== undefined && limit === size) size = nextBatchSize(size, ms, targetMs, batchSize, maxBatch);
     if (deleted >= cap) {
       // At the cap: capped only if something eligible is left (a cheap probe on the index).
       const [left] = await sql<{ more: boolean }[]>`select exists (select 1 from ${sql(target.table)} where ${target.eligible(sql)}) as more`;
@@ -120,4 +150,14 @@ export async function pruneTable(sql: Sql, target: PruneTarget, options: PruneTa
     }
     await yieldToEventLoop();
   }
+}
+
+/**
+ * The next adaptive batch: sized so that it should take `targetMs` at the rate the last full
+ * batch ran, changed by at most a factor of two per batch (one slow batch on a noisy machine
+ * does not collapse the size, nor one fast one overshoot), within [min, max].
+ */
+export function nextBatchSize(size: number, ms: number, targetMs: number, min: number, max: number): number {
+  const scaled = size * (targetMs / Math.max(ms, 0.1));
+  return Math.max(min, Math.min(max, Math.round(Math.min(size * 2, Math.max(size / 2, scaled)))));
 }

@@ -156,6 +156,7 @@ describe('transport sweep: one pruner per database, on a session that cannot str
     await expect(
       cycle({
         batchSize: 10,
+        adaptive: false,
         onBatch: () => {
           if (++n === 2) throw new Error('injected failure in batch 2');
         },
@@ -172,6 +173,7 @@ describe('transport sweep: one pruner per database, on a session that cannot str
     let n = 0;
     const failed = cycle({
       batchSize: 10,
+      adaptive: false,
       onBatch: async () => {
         if (++n !== 2) return;
         await db.sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'sweep-test:prune' and pid <> ${pid}`;
@@ -198,7 +200,8 @@ describe('transport sweep: one pruner per database, on a session that cannot str
     await seedOutbox(db.sql, { n: 50, ageDays: 40, published: true });
     await seedInbox(db.sql, 20, 40);
     const controller = new AbortController();
-    const result = await cycle({ batchSize: 10, signal: controller.signal, onBatch: (_t, b) => b.total >= 20 && controller.abort(new Error('shutdown')) });
+    // Fixed batches: the abort lands after exactly two of them.
+    const result = await cycle({ batchSize: 10, adaptive: false, signal: controller.signal, onBatch: (_t, b) => b.total >= 20 && controller.abort(new Error('shutdown')) });
     expect(result).toMatchObject({ aborted: true, outboxDeleted: 20, inboxDeleted: 0 });
     expect(result.tables.map((t) => [t.table, t.status])).toEqual([
       ['event_outbox', 'aborted'],

@@ -4,7 +4,7 @@ import type { Registry } from 'prom-client';
 import { assertWindows, type RetentionWindows } from './internal/horizon.ts';
 import { mqMetrics } from './metrics.ts';
 import { latchPrune, readPruneLatches, type PruneLatch } from './prune-latch.ts';
-import { definePruneTarget, pruneTable, PRUNE_BATCH, PRUNE_CYCLE_CAP, type PruneBatch, type PruneTarget } from './prune-table.ts';
+import { definePruneTarget, pruneTable, PRUNE_BATCH, PRUNE_CYCLE_CAP, PRUNE_MAX_BATCH, PRUNE_TARGET_BATCH_MS, type PruneBatch, type PruneTarget } from './prune-table.ts';
 
 /** The two tables of the transport sweep, in the order they are pruned. */
 export const TRANSPORT_TABLES = ['event_outbox', 'event_inbox'] as const;
@@ -41,8 +41,13 @@ export interface PruneCycleOptions {
   readonly logger?: Logger;
   /** Checked between batches: an abort stops the cycle after the batch in flight. */
   readonly signal?: AbortSignal;
-  /** Rows per statement; default 5,000. */
+  /** Rows per statement; default 5,000: the first and smallest batch when adaptive. */
   readonly batchSize?: number;
+  /**
+   * Batches adapt their size to a latency target (ADR-064): default on, 50 ms per batch, up to
+   * 50,000 rows. `false` keeps every batch at `batchSize`.
+   */
+  readonly adaptive?: false | { readonly targetBatchMs?: number; readonly maxBatchSize?: number };
   /** Rows per table per cycle before the sweep stops and latches; default 1,000,000. */
   readonly cap?: number;
   /** Server-side lock wait per statement on the prune session (default 5 s): a sweep gives way rather than queue. */
@@ -86,6 +91,7 @@ export interface PruneCycleResult {
  * One transport prune cycle (seed 000 Step 3): on a dedicated session holding
  * `pg_try_advisory_lock(transportPrune)` (not got: skip the cycle), prune `event_outbox`
  * THEN `event_inbox`, each with {@link pruneTable}, each capped and latched independently.
+ * Batches start at 5,000 rows and adapt to a 50 ms latency target (ADR-064).
  * The session is closed on every path, so the lock can never strand on a pooled connection.
  * Counts rows per batch into `event_rows_pruned_total{table}`, so the counter is exact even
  * when a cycle fails midway, and logs one line per cycle.
@@ -135,6 +141,9 @@ export async function pruneTransportTables(options: PruneCycleOptions): Promise<
           }
           const run = await pruneTable(session.sql, target(days), {
             batchSize: options.batchSize ?? PRUNE_BATCH,
+            ...(options.adaptive === false
+              ? {}
+              : { targetBatchMs: options.adaptive?.targetBatchMs ?? PRUNE_TARGET_BATCH_MS, maxBatchSize: options.adaptive?.maxBatchSize ?? Math.max(PRUNE_MAX_BATCH, options.batchSize ?? PRUNE_BATCH) }),
             cap,
             signal: session.signal,
             onBatch: async (batch) => {

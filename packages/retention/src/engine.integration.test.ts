@@ -46,6 +46,22 @@ async function seed(n: number, ageDays: number): Promise<void> {
 }
 const hotCount = async () => (await db.sql<{ n: number }[]>`select count(*)::int as n from audit_events`)[0]!.n;
 
+describe('object size', () => {
+  it('objects are bounded in bytes as well as rows: after the first batch, each is sized from the bytes per row seen', async () => {
+    await seed(1000, 60);
+    const wide = defineArchiveSpec({ ...audit, batchSize: 400 });
+    const [{ bytes } = { bytes: 0 }] = await db.sql<{ bytes: number }[]>`select avg(length(row_to_json(t)::text))::int as bytes from audit_events t`;
+    const report = await engine({ specs: [wide], maxObjectBytes: bytes * 150 }).runCycle();
+    expect(report.tables[0]).toMatchObject({ rows: 1000, outcome: 'drained' });
+    const counts = (await readLedger(db.sql)).map((e) => e.rowCount);
+    // First batch 400 rows (the spec's bound), then about 150 (the byte bound), never over 400.
+    expect(counts[0]).toBe(400);
+    expect(counts.slice(1, -1).every((n) => n >= 120 && n <= 180)).toBe(true);
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(1000);
+    await expect(Promise.resolve().then(() => engine({ maxObjectBytes: 10 }))).rejects.toThrow(RangeError);
+  });
+});
+
 describe('archive round trip', () => {
   it('archived then fetched rows equal the originals value for value', async () => {
     await db.sql`

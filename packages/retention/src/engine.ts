@@ -18,6 +18,13 @@ import { checkSpecOrder, type ArchiveSpec } from './spec.ts';
 export const ARCHIVE_CYCLE_CAP = 1_000_000;
 
 /**
+ * Uncompressed bytes an archive object aims at (ADR-059 §16): each batch after a table's first
+ * is sized from the bytes per row of the one before, so objects are few and large but bounded
+ * (and so is the engine's memory: a few batches in flight), whatever the row width.
+ */
+export const DEFAULT_ARCHIVE_OBJECT_BYTES = 8 * 1024 * 1024;
+
+/**
  * gzip level of archive objects. Measured on audit rows: level 1 compresses NDJSON 5.1×, level 6
  * 5.5×, at three times the CPU; the archiver shares its cores with the service.
  */
@@ -49,6 +56,8 @@ export interface ArchiveEngineOptions {
   readonly maxRowsPerCycle?: number;
   /** gzip level 1…9; default 1 (JSON lines compress 5.1× at 1 and 5.5× at 6, for a third of the CPU). */
   readonly gzipLevel?: number;
+  /** Uncompressed bytes per archive object to aim at; default {@link DEFAULT_ARCHIVE_OBJECT_BYTES}. A spec's `batchSize` still caps the rows. */
+  readonly maxObjectBytes?: number;
   /** New archive ids; UUIDv7 by default (tests pin them to provoke key collisions). */
   readonly newArchiveId?: () => string;
   /**
@@ -56,6 +65,28 @@ export interface ArchiveEngineOptions {
    * transaction. A throw here is a crash between put and ledger.
    */
   readonly afterStore?: (batch: { readonly table: string; readonly archiveId: string; readonly key: string }) => Promise<void>;
+  /** Where each committed batch's time went (the benchmark's profile); called after its commit. */
+  readonly onBatchProfile?: (profile: BatchProfile) => void;
+}
+
+/**
+ * One committed batch's phases, ms. The phases overlap across batches (the pipeline), so they
+ * add up to more than the wall time; `waitMs` is how long the commit waited for this batch's
+ * object after the previous commit (time the database side was idle on the store).
+ */
+export interface BatchProfile {
+  readonly table: string;
+  readonly rows: number;
+  /** Uncompressed NDJSON bytes and the object's bytes. */
+  readonly rawBytes: number;
+  readonly bytes: number;
+  readonly selectMs: number;
+  readonly gzipMs: number;
+  /** The digest-verified create: precheck, put, (garage) read-back. */
+  readonly storeMs: number;
+  readonly waitMs: number;
+  /** The ledger+delete transaction. */
+  readonly commitMs: number;
 }
 
 export type TableOutcome = 'drained' | 'capped' | 'failed' | 'aborted' | 'skipped';
@@ -104,6 +135,8 @@ export function createArchiveEngine(options: ArchiveEngineOptions): ArchiveEngin
   if (!Number.isInteger(cap) || cap < 1) throw new RangeError(`maxRowsPerCycle must be a positive integer: ${cap}`);
   const level = options.gzipLevel ?? DEFAULT_GZIP_LEVEL;
   if (!Number.isInteger(level) || level < 1 || level > 9) throw new RangeError(`gzipLevel must be 1…9: ${level}`);
+  const maxObjectBytes = options.maxObjectBytes ?? DEFAULT_ARCHIVE_OBJECT_BYTES;
+  if (!Number.isInteger(maxObjectBytes) || maxObjectBytes < 1024) throw new RangeError(`maxObjectBytes must be a whole number ≥ 1024: ${maxObjectBytes}`);
 
   const ctx: EngineContext = {
     options,
@@ -111,6 +144,7 @@ export function createArchiveEngine(options: ArchiveEngineOptions): ArchiveEngin
     metrics: archiveMetrics(options.registry ?? new Registry()),
     cap,
     level,
+    maxObjectBytes,
     newId: options.newArchiveId ?? (() => uuidv7()),
   };
 

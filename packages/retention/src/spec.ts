@@ -61,7 +61,10 @@ export interface ArchiveSpecInput {
   readonly guards?: readonly DependentGuard[];
   /** Days this table stays hot; may only lengthen the engine's window. */
   readonly hotWindowDays?: number;
-  /** Rows per archive object; default 5,000. */
+  /**
+   * Most rows per archive object; default 25,000. The engine also bounds an object's size in
+   * bytes (`maxObjectBytes`), so wide rows make smaller batches.
+   */
   readonly batchSize?: number;
   /** Columns that may change on an otherwise terminal row, and what protects each. */
   readonly mutableColumns?: readonly MutableColumn[];
@@ -74,7 +77,7 @@ export interface ArchiveSpec extends ArchiveSpecInput {
   readonly mutableColumns: readonly MutableColumn[];
 }
 
-export const DEFAULT_ARCHIVE_BATCH = 5_000;
+export const DEFAULT_ARCHIVE_BATCH = 25_000;
 export const MAX_ARCHIVE_BATCH = 50_000;
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -78,3 +78,51 @@ export async function runStep(sql: Sql, jobId: number, stepNo: number, options: 
   }
   return result;
 }
+
+/** Most steps one window runs (ADR-060, step windows). */
+export const MAX_WINDOW_STEPS = 64;
+
+export interface WindowOptions extends StepOptions {
+  /** Steps per window, 1–64. */
+  readonly maxSteps: number;
+  /** The window stops starting steps after this many ms (checked between steps), 1–1000. */
+  readonly maxMs: number;
+}
+
+/**
+ * Up to `maxSteps` steps of one job from `firstStep`, in one statement and one transaction
+ * (`cleanup_step_window`, sql/000006_step_window.sql): every step is `cleanup_step` with its
+ * bound and checks, the window stops when the job finishes or after `maxMs`, and its steps
+ * commit together (or, on any failure, none of them). A replayed window returns the recorded
+ * results. The round trip and commit are paid once per window instead of once per step.
+ */
+export async function runStepWindow(sql: Sql, jobId: number, firstStep: number, options: WindowOptions): Promise<StepResult[]> {
+  assertId('jobId', jobId);
+  if (!Number.isSafeInteger(firstStep) || firstStep < 1 || firstStep > 2_147_483_647) throw new RangeError(`firstStep must be a positive integer: ${firstStep}`);
+  const budget = options.rowBudget ?? STEP_ROW_BUDGET;
+  if (!Number.isInteger(budget) || budget < 1 || budget > STEP_ROW_BUDGET) throw new RangeError(`rowBudget must be an integer in 1..${STEP_ROW_BUDGET}: ${budget}`);
+  if (!Number.isInteger(options.maxSteps) || options.maxSteps < 1 || options.maxSteps > MAX_WINDOW_STEPS) throw new RangeError(`maxSteps must be an integer in 1..${MAX_WINDOW_STEPS}: ${options.maxSteps}`);
+  if (!Number.isInteger(options.maxMs) || options.maxMs < 1 || options.maxMs > 1000) throw new RangeError(`maxMs must be an integer in 1..1000: ${options.maxMs}`);
+
+  const started = performance.now();
+  let call: { steps: StepCall[]; functionMs: number };
+  try {
+    const [row] = await sql<{ r: { steps: StepCall[]; functionMs: number } }[]>`
+      select cleanup_step_window(${jobId}, ${firstStep}, ${options.maxSteps}, ${options.maxMs}, ${budget}, ${Math.max(budget, STEP_SCAN_WINDOW)}) as r`;
+    call = row!.r;
+  } catch (error) {
+    throw translatePgError(error);
+  }
+  const totalMs = performance.now() - started;
+  // The window's round trip and commit, shared out over the steps that did work.
+  const worked = call.steps.filter((c) => !c.replayed && c.timings);
+  const roundTripMs = Math.max(0, totalMs - call.functionMs) / Math.max(1, worked.length);
+  return call.steps.map((c) => {
+    const result = toStepResult(c.step, c.replayed);
+    if (!c.replayed && c.timings && options.onTimings) {
+      const t = c.timings;
+      options.onTimings({ phase: result.phase, lockMs: t.lockMs, discoverMs: t.discoverMs, fenceMs: t.fenceMs, deleteMs: t.deleteMs, recordMs: t.recordMs, roundTripMs, totalMs: t.functionMs + roundTripMs });
+    }
+    return result;
+  });
+}

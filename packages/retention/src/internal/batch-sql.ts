@@ -163,7 +163,7 @@ export interface LedgerEntry {
  * given a dependent, or a slot reused by another row, does not count; the caller's count check
  * then rolls the whole batch back, ledger row included.
  */
-export async function pruneArchived(tx: TransactionSql, entry: LedgerEntry, hotWindowDays: number, batch: SelectedBatch): Promise<{ readonly deleted: number; readonly exact: number }> {
+export async function pruneArchived(tx: TransactionSql, entry: LedgerEntry, hotWindowDays: number, batch: Pick<SelectedBatch, 'ctids' | 'keys' | 'xmins'>): Promise<{ readonly deleted: number; readonly exact: number }> {
   try {
     const [row] = await tx<{ deleted: number; exact: number }[]>`
       select deleted, exact from archive_prune_batch(

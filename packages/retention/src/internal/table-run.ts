@@ -18,6 +18,8 @@ const GZIP_CHUNK = 1 << 20;
  * the database (select, commit) and the object store (gzip, write, verify) work at once.
  */
 export const PIPELINE_DEPTH = 3;
+/** A table's first batch, before its bytes per row are known. */
+export const FIRST_BATCH_ROWS = 5_000;
 
 export interface EngineContext {
   readonly options: ArchiveEngineOptions;
@@ -25,6 +27,7 @@ export interface EngineContext {
   readonly metrics: ArchiveMetrics;
   readonly cap: number;
   readonly level: number;
+  readonly maxObjectBytes: number;
   readonly newId: () => string;
 }
 
@@ -37,10 +40,15 @@ export interface TableRun {
 type Failure = { readonly error: NonNullable<TableReport['error']>; readonly storeDown: boolean };
 
 interface InFlight {
-  readonly batch: SelectedBatch;
+  /** The batch without its body: the uncompressed bytes are released once compressed. */
+  readonly batch: Omit<SelectedBatch, 'body'>;
+  readonly rawBytes: number;
   readonly archiveId: string;
   readonly key: string;
   readonly started: number;
+  readonly selectMs: number;
+  /** Filled in as the phases finish (the profile). */
+  readonly times: { gzipMs: number; storeMs: number };
   /** gzip + digest-verified create; never rejects. */
   readonly stored: Promise<BlobCreateResult | Failure>;
 }
@@ -85,18 +93,23 @@ export async function archiveTable(ctx: EngineContext, db: CycleConnections, pla
 
   const producer = (async () => {
     let after: string | undefined;
+    // Rows per batch: the spec's bound, and the object byte bound at the last batch's row width.
+    let rowsForBytes = FIRST_BATCH_ROWS;
     try {
       while (!stop && !signal.aborted && selected < ctx.cap) {
         if (window.length >= PIPELINE_DEPTH) {
           await new Promise<void>((resolve) => (spaceFreed = resolve));
           continue;
         }
-        const limit = Math.min(spec.batchSize, ctx.cap - selected);
+        const limit = Math.min(spec.batchSize, rowsForBytes, ctx.cap - selected);
+        const selectStarted = performance.now();
         const batch = await selectBatch(db.read, plan, hot, limit, after);
+        const selectMs = performance.now() - selectStarted;
         if (batch.count === 0 || stop) break;
         selected += batch.count;
         after = batch.maxKey;
-        window.push(store(ctx, spec.table, batch, signal));
+        rowsForBytes = Math.max(1, Math.floor(ctx.maxObjectBytes / Math.max(1, batch.body.length / batch.count)));
+        window.push(store(ctx, spec.table, batch, selectMs, signal));
         notify('item');
         if (batch.count < limit) break;
       }
@@ -130,9 +143,24 @@ export async function archiveTable(ctx: EngineContext, db: CycleConnections, pla
       await new Promise<void>((resolve) => (itemAdded = resolve));
       continue;
     }
+    const waitStarted = performance.now();
     const stored = await flight.stored;
     if ('error' in stored) return done(signal.aborted ? 'aborted' : 'failed', stored);
+    const commitStarted = performance.now();
     const failure = await commit(ctx, db.write, plan, hot, flight, stored);
+    if (!failure) {
+      ctx.options.onBatchProfile?.({
+        table: spec.table,
+        rows: flight.batch.count,
+        rawBytes: flight.rawBytes,
+        bytes: stored.bytes,
+        selectMs: flight.selectMs,
+        gzipMs: flight.times.gzipMs,
+        storeMs: flight.times.storeMs,
+        waitMs: commitStarted - waitStarted,
+        commitMs: performance.now() - commitStarted,
+      });
+    }
     window.shift();
     notify('space');
     if (failure) return done(signal.aborted ? 'aborted' : 'failed', failure);
@@ -151,23 +179,29 @@ export async function archiveTable(ctx: EngineContext, db: CycleConnections, pla
 }
 
 /** Serialize and write one batch (starts at once; the promise never rejects). */
-function store(ctx: EngineContext, table: string, batch: SelectedBatch, signal: AbortSignal): InFlight {
+function store(ctx: EngineContext, table: string, selected: SelectedBatch, selectMs: number, signal: AbortSignal): InFlight {
+  const { body: raw, ...batch } = selected;
   const archiveId = ctx.newId();
   const key = archiveKey({ prefix: ctx.options.prefix, service: ctx.options.service, table, oldestRow: batch.minTs, archiveId });
   const started = performance.now();
+  const times = { gzipMs: 0, storeMs: 0 };
   const stored = (async (): Promise<BlobCreateResult | Failure> => {
     try {
       // One output chunk per batch: zlib's default 16 KB chunks cost a main-thread callback each.
-      const body = await gzip(batch.body, { level: ctx.level, chunkSize: GZIP_CHUNK });
+      // Only the compressed bytes stay in memory while the object is written and committed.
+      const body = await gzip(raw, { level: ctx.level, chunkSize: GZIP_CHUNK });
+      times.gzipMs = performance.now() - started;
       // Nothing is deleted unless this returns: the object is written and its digest verified.
-      return await ctx.options.store.storeBlobCreate(key, body, { signal });
+      const created = await ctx.options.store.storeBlobCreate(key, body, { signal });
+      times.storeMs = performance.now() - started - times.gzipMs;
+      return created;
     } catch (error) {
       if (error instanceof ForeignObjectError) ctx.metrics.foreignObjects.inc({ table });
       const storeDown = error instanceof StoreError && !(error instanceof ForeignObjectError);
       return failed(ctx, { table, archiveId, key, rows: batch.count, started }, 'store_failed', error, storeDown);
     }
   })();
-  return { batch, archiveId, key, started, stored };
+  return { batch, rawBytes: raw.length, archiveId, key, started, selectMs, times, stored };
 }
 
 /** The ledger row and the exact delete (one gate call) and the hook, in one transaction; returns a failure or nothing. */

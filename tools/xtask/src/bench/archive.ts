@@ -1,28 +1,33 @@
 // `pnpm xtask bench archive`: the archive-then-prune engine end to end against the ceiling of
 // the same rows read with COPY … TO STDOUT, gzipped and written once, plus one plain DELETE.
-// The S3-protocol server runs in a child process, so the peak RSS is the archiver's alone.
+// The S3-protocol server and the engine each run in a child process, so the peak RSS is the archiver's alone.
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import { createGzip } from 'node:zlib';
 import { migrationTemplate } from '@craig/db';
-import { createArchiveEngine, DEFAULT_GZIP_LEVEL, defineArchiveSpec, fixpoints, RETENTION_MIGRATIONS } from '@craig/retention';
+import { DEFAULT_GZIP_LEVEL, RETENTION_MIGRATIONS, type BatchProfile } from '@craig/retention';
 import { createObjectStore, type ObjectStore } from '@craig/store';
-import { s3, testDatabase, type TestDatabase } from '@craig/testkit';
+import { s3, testDatabase, type S3TestServer, type TestDatabase } from '@craig/testkit';
 import postgres, { type Sql } from 'postgres';
-import { Registry } from 'prom-client';
 import type { CommandContext } from '../command.ts';
 import { formatBytes } from '../progress.ts';
 import { printTable, rate, ratio, writeResult } from './measure.ts';
+import { alternate, machineInfo, roundsOption, runRecord, spread } from './rounds.ts';
 import type { BenchSuite } from './suite.ts';
 
 export const archiveSuite: BenchSuite = {
   name: 'archive',
-  summary: 'archive-then-prune of aged audit rows vs COPY→gzip→one PUT + one DELETE of the same rows',
-  options: ['rows', 'batch', 'gzip-level'],
+  summary: 'archive-then-prune of aged audit rows vs COPY→gzip→one PUT + one DELETE of the same rows, alternating rounds, with a phase profile',
+  options: ['rows', 'batch', 'gzip-level', 'rounds'],
   async run(ctx, options) {
     const rows = positiveInt(options.get('rows') ?? '500000', 'rows');
-    const batchSize = positiveInt(options.get('batch') ?? '5000', 'batch');
+    const batchSize = options.get('batch') === undefined ? undefined : positiveInt(options.get('batch')!, 'batch');
     const level = positiveInt(options.get('gzip-level') ?? String(DEFAULT_GZIP_LEVEL), 'gzip-level');
-    const log = (line: string) => ctx.stderr.write(`${line}\n`);
+    const roundCount = roundsOption(options);
+    const record = runRecord('archive', options, roundCount);
+    const log = (line: string) => ctx.stderr.write(`[bench archive] ${line}\n`);
 
     const server = await s3({ process: 'child', conditional: true, bucket: 'bench-archive' });
     const db = await testDatabase({ template: migrationTemplate([RETENTION_MIGRATIONS]), prefix: 'bench_archive', max: 2 });
@@ -32,51 +37,85 @@ export const archiveSuite: BenchSuite = {
       await createAndSeed(db.sql, rows);
       const [size] = await db.sql<{ bytes: string; avg: number }[]>`select sum(octet_length(t::text))::text as bytes, avg(octet_length(t::text))::int as avg from audit_source t`;
       const dataMb = Number(size!.bytes) / 1e6;
-      log(`${rows} rows, ${dataMb.toFixed(1)} MB as text (${size!.avg} B per row)`);
+      log(`${rows} rows, ${dataMb.toFixed(1)} MB as text (${size!.avg} B per row); ${roundCount} alternating rounds`);
 
-      // Ours first, so the process's peak RSS so far is the archiver's (seeding runs in PostgreSQL).
-      // Both variants start from the same state: the rows freshly copied in, vacuumed, checkpointed.
-      await freshCopy(db.sql);
-      log('archive engine…');
-      const oursResult = await measureOurs(ctx, db, store, batchSize, level);
-      if (oursResult.rows !== rows) throw new Error(`the engine archived ${oursResult.rows} of ${rows} rows`);
-
-      log('restoring the rows for the ceiling…');
-      await freshCopy(db.sql);
-      log('ceiling: COPY → gzip → one PUT, then one DELETE…');
-      const ceilingResult = await measureCeiling(db.url, db.sql, store, level);
-      if (ceilingResult.rows !== rows) throw new Error(`the ceiling deleted ${ceilingResult.rows} of ${rows} rows`);
-
-      const oursRate = rate(rows, oursResult.ms);
-      const ceilingRate = rate(rows, ceilingResult.ms);
+      // Both contenders start from the same state: the rows freshly copied in, vacuumed, checkpointed.
+      const rounds = await alternate(
+        roundCount,
+        {
+          ours: async (round) => {
+            await freshCopy(db.sql);
+            const r = await measureOurs(ctx, db, server, batchSize, level, round);
+            if (r.rows !== rows) throw new Error(`the engine archived ${r.rows} of ${rows} rows`);
+            return r;
+          },
+          baseline: async () => {
+            await freshCopy(db.sql);
+            const r = await measureCeiling(db.url, db.sql, store, level);
+            if (r.rows !== rows) throw new Error(`the ceiling deleted ${r.rows} of ${rows} rows`);
+            return r;
+          },
+        },
+        (r) => log(`round ${r.round}/${roundCount} (${r.first} first): ours ${rate(rows, r.ours.ms)} rows/s (${r.ours.objects} objects, peak RSS ${r.ours.peakRssMb} MB), ceiling ${rate(rows, r.baseline.ms)} rows/s, ratio ${ratio(rate(rows, r.ours.ms), rate(rows, r.baseline.ms))}`),
+      );
+      const perRound = rounds.map((r) => ({
+        round: r.round,
+        first: r.first,
+        oursRowsPerSec: rate(rows, r.ours.ms),
+        ceilingRowsPerSec: rate(rows, r.baseline.ms),
+        ratio: ratio(rate(rows, r.ours.ms), rate(rows, r.baseline.ms)),
+        peakRssMb: r.ours.peakRssMb,
+        objects: r.ours.objects,
+        profile: r.ours.profile,
+        ceilingCopyGzipPutMs: Math.round(r.baseline.copyMs),
+        ceilingDeleteMs: Math.round(r.baseline.deleteMs),
+      }));
+      const ratios = spread(perRound.map((r) => r.ratio));
+      const mid = [...perRound].sort((a, b) => a.ratio - b.ratio)[Math.floor(perRound.length / 2)]!;
+      const last = rounds.at(-1)!;
       const result = {
-        suite: 'archive',
-        rows,
+        ...record.finish(await machineInfo()),
+        rowsTable: rows,
+        rowBytes: size!.avg,
+        dataMb: round1(dataMb),
+        batchSize: batchSize ?? 'default',
+        gzipLevel: level,
+        ratio: ratios.median,
+        ratioSpread: ratios,
         ours: {
-          rowsPerSec: oursRate,
-          peakRssMb: oursResult.peakRssMb,
-          mbPerSec: round1(dataMb / (oursResult.ms / 1000)),
-          baselineRssMb: oursResult.baselineRssMb,
-          objects: oursResult.objects,
-          archivedMb: round1(oursResult.bytes / 1e6),
+          rowsPerSec: spread(perRound.map((r) => r.oursRowsPerSec)),
+          mbPerSec: round1(dataMb / (rows / mid.oursRowsPerSec)),
+          peakRssMb: Math.max(...perRound.map((r) => r.peakRssMb)),
+          peakRssMbPerRound: perRound.map((r) => r.peakRssMb),
+          baselineRssMb: rounds[0]!.ours.baselineRssMb,
+          objects: last.ours.objects,
+          archivedMb: round1(last.ours.bytes / 1e6),
+          // The median round's profile: where the time of each batch went.
+          profile: mid.profile,
         },
         ceiling: {
-          rowsPerSec: ceilingRate,
-          mbPerSec: round1(dataMb / (ceilingResult.ms / 1000)),
-          copyGzipPutMs: Math.round(ceilingResult.copyMs),
-          deleteMs: Math.round(ceilingResult.deleteMs),
-          archivedMb: round1(ceilingResult.bytes / 1e6),
+          rowsPerSec: spread(perRound.map((r) => r.ceilingRowsPerSec)),
+          copyGzipPutMs: spread(perRound.map((r) => r.ceilingCopyGzipPutMs)),
+          deleteMs: spread(perRound.map((r) => r.ceilingDeleteMs)),
+          archivedMb: round1(last.baseline.bytes / 1e6),
         },
-        ratio: ratio(oursRate, ceilingRate),
-        batchSize,
-        gzipLevel: level,
-        rowBytes: size!.avg,
+        perRound,
+        targets: { ratio: 0.8, peakRssMb: 200 },
       };
-      printTable(ctx.stdout, ['variant', 'rows/s', 'MB/s', 'peak RSS MB', 'written'], [
-        ['archive engine (select→gzip→verified create→ledger+delete)', oursRate, result.ours.mbPerSec, oursResult.peakRssMb, formatBytes(oursResult.bytes)],
-        ['ceiling (COPY→gzip→one PUT, then one DELETE)', ceilingRate, result.ceiling.mbPerSec, '', formatBytes(ceilingResult.bytes)],
+      const cell = (x: { median: number; q1: number; q3: number }) => `${x.median} [${x.q1}–${x.q3}]`;
+      printTable(ctx.stdout, ['figure (median [IQR] over rounds)', 'value'], [
+        ['archive engine rows/s', cell(result.ours.rowsPerSec)],
+        ['ceiling (COPY→gzip→one PUT, then one DELETE) rows/s', cell(result.ceiling.rowsPerSec)],
+        ['ratio', cell(ratios)],
+        ['engine peak RSS MB (max over rounds; before the run)', `${result.ours.peakRssMb} (${result.ours.baselineRssMb})`],
+        ['objects written', `${result.ours.objects} (${formatBytes(last.ours.bytes)})`],
       ]);
-      ctx.stdout.write(`ratio ${result.ratio} (target ≥ 0.5, goal 0.8)\n`);
+      const p = mid.profile;
+      ctx.stdout.write(`\nprofile of the median round (${p.batches} batches, wall ${p.wallMs} ms; phases overlap):\n`);
+      printTable(ctx.stdout, ['phase', 'total ms', 'mean ms per batch', 'share of wall'], (['select', 'gzip', 'store', 'wait', 'commit'] as const).map((k) => [k, p[k].totalMs, p[k].meanMs, p[k].shareOfWall]));
+      ctx.stdout.write(`\nratio ${result.ratio} (IQR ${ratios.q1}–${ratios.q3}; target ≥ 0.8), peak RSS ${result.ours.peakRssMb} MB (target ≤ 200)\n`);
+      ctx.stdout.write(`load average before ${result.load.before.join(' ')}, after ${result.load.after.join(' ')}; ${result.wallSeconds} s\n`);
+      for (const w of result.warnings) log(`WARNING: ${w}`);
       const path = await writeResult(ctx.root, 'archive', result);
       ctx.stdout.write(`wrote ${path}\n`);
     } finally {
@@ -115,6 +154,7 @@ async function createAndSeed(sql: Sql, rows: number): Promise<void> {
 }
 
 async function freshCopy(sql: Sql): Promise<void> {
+  await sql`truncate audit_log`;
   await sql`insert into audit_log select * from audit_source`;
   await sql`vacuum analyze audit_log`;
   await sql`checkpoint`;
@@ -127,23 +167,41 @@ interface OursResult {
   readonly ms: number;
   readonly peakRssMb: number;
   readonly baselineRssMb: number;
+  readonly profile: ReturnType<typeof summarizeProfile>;
 }
 
-async function measureOurs(ctx: CommandContext, db: TestDatabase, store: ObjectStore, batchSize: number, level: number): Promise<OursResult> {
-  const spec = defineArchiveSpec({ table: 'audit_log', keyColumn: 'id', timestampColumn: 'occurred_at', fixpoint: fixpoints.insertOnly(), batchSize });
-  const engine = createArchiveEngine({ service: 'security', databaseUrl: db.url, store, specs: [spec], hotWindowDays: 90, prefix: 'bench', registry: new Registry(), gzipLevel: level });
-  global.gc?.();
-  const baselineRssMb = Math.round(process.memoryUsage().rss / 1e6);
-  let peak = process.memoryUsage().rss;
-  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 50);
-  const started = performance.now();
-  const report = await engine.runCycle({ signal: ctx.signal });
-  const ms = performance.now() - started;
-  clearInterval(sampler);
-  const table = report.tables[0]!;
-  if (table.outcome !== 'drained') throw new Error(`archive cycle ended ${table.outcome}: ${table.error?.message ?? ''}`);
-  const lifetimePeak = process.resourceUsage().maxRSS * 1024;
-  return { rows: table.rows, bytes: table.bytes, objects: table.batches, ms, peakRssMb: Math.round(Math.max(peak, lifetimePeak) / 1e6), baselineRssMb };
+/** One engine cycle in a child process (archive-engine-main.ts), so the peak RSS is the archiver's own. */
+async function measureOurs(ctx: CommandContext, db: TestDatabase, server: S3TestServer, batchSize: number | undefined, level: number, round: number): Promise<OursResult> {
+  const args = { url: db.url, store: { endpoint: server.endpoint, region: server.region, bucket: server.bucket, accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey }, batchSize, level, prefix: `bench/r${round}` };
+  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', ENGINE_MAIN, JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'inherit'], signal: ctx.signal });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  if (code !== 0) throw new Error(`the archive engine process exited ${code}`);
+  const r = JSON.parse(out.trim().split('\n').at(-1)!) as { outcome: string; error?: { message: string }; rows: number; bytes: number; objects: number; ms: number; peakRssMb: number; baselineRssMb: number; profiles: BatchProfile[] };
+  if (r.outcome !== 'drained') throw new Error(`archive cycle ended ${r.outcome}: ${r.error?.message ?? ''}`);
+  return { rows: r.rows, bytes: r.bytes, objects: r.objects, ms: r.ms, peakRssMb: r.peakRssMb, baselineRssMb: r.baselineRssMb, profile: summarizeProfile(r.profiles, r.ms) };
+}
+
+const ENGINE_MAIN = fileURLToPath(new URL('./archive-engine-main.ts', import.meta.url));
+
+/** Totals and means per phase over a run's batches, and each phase's total as a share of the wall time. */
+function summarizeProfile(profiles: readonly BatchProfile[], wallMs: number) {
+  const phase = (pick: (p: BatchProfile) => number) => {
+    const total = profiles.reduce((n, p) => n + pick(p), 0);
+    return { totalMs: Math.round(total), meanMs: Math.round((total / Math.max(1, profiles.length)) * 100) / 100, shareOfWall: Math.round((total / Math.max(1, wallMs)) * 1000) / 1000 };
+  };
+  return {
+    batches: profiles.length,
+    wallMs: Math.round(wallMs),
+    meanRows: Math.round(profiles.reduce((n, p) => n + p.rows, 0) / Math.max(1, profiles.length)),
+    meanRawKb: Math.round(profiles.reduce((n, p) => n + p.rawBytes, 0) / Math.max(1, profiles.length) / 1024),
+    select: phase((p) => p.selectMs),
+    gzip: phase((p) => p.gzipMs),
+    store: phase((p) => p.storeMs),
+    wait: phase((p) => p.waitMs),
+    commit: phase((p) => p.commitMs),
+  };
 }
 
 async function measureCeiling(url: string, sql: Sql, store: ObjectStore, level: number): Promise<{ rows: number; bytes: number; ms: number; copyMs: number; deleteMs: number }> {
@@ -172,7 +230,7 @@ async function measureCeiling(url: string, sql: Sql, store: ObjectStore, level: 
   await once(gz, 'end');
   const body = Buffer.concat(compressed);
   void copySql.end({ timeout: 0 });
-  await store.putCreate('bench/ceiling/all.tsv.gz', body);
+  await store.putCreate(`bench/ceiling/${randomUUID()}.tsv.gz`, body);
   const copyMs = performance.now() - started;
   const deleteStarted = performance.now();
   const deleted = await sql`delete from audit_log where occurred_at < now() - make_interval(days => 90)`;

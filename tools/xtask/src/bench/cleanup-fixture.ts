@@ -9,6 +9,7 @@ import postgresJs from 'postgres';
 
 export const BENCH_DB_PREFIX = 'inventory_bench';
 export const WRITER_ITEMS = 2_000;
+let copies = 0;
 
 export interface Fixture {
   readonly url: string;
@@ -81,7 +82,7 @@ export async function buildFixture(rows: number, log: (line: string) => void): P
 /** A byte-for-byte copy of the fixture's database for the baseline (no connections may be open to it). */
 export async function copyDatabase(fixture: Fixture): Promise<{ url: string; name: string }> {
   const root = await postgres();
-  const name = `${fixture.name}_copy`;
+  const name = `${fixture.name}_c${++copies}`;
   await createMarked(root, name, fixture.name);
   return { url: databaseUrl(root, name), name };
 }

@@ -12,15 +12,22 @@ describe('pnpm xtask bench cleanup (small)', () => {
   });
   afterAll(() => rm(root, { recursive: true, force: true }));
 
-  it('prunes, measures the baseline on a copy and writes the result in the issue shape', async () => {
+  it('prunes in windows, measures the baseline on copies in alternating rounds and writes the result in the issue shape', async () => {
     const out = capture();
     const err = capture();
-    expect(await runXtask(['bench', 'cleanup', '--rows', '2000', '--idle-ms', '100', '--active-ms', '100'], { root, stdout: out, stderr: err })).toBe(0);
+    expect(await runXtask(['bench', 'cleanup', '--rows', '2000', '--idle-ms', '100', '--active-ms', '100', '--rounds', '2'], { root, stdout: out, stderr: err })).toBe(0);
     const result = JSON.parse(await readFile(join(root, 'bench/results/cleanup.json'), 'utf8'));
-    expect(Object.keys(result)).toEqual(expect.arrayContaining(['suite', 'rows', 'ours', 'ceiling', 'ratio', 'writer']));
-    expect(result).toMatchObject({ suite: 'cleanup', rows: 2000, unseen: 1000, ours: { deleted: 1000 }, ceiling: { deleted: 1000 } });
+    expect(Object.keys(result)).toEqual(expect.arrayContaining(['suite', 'command', 'rounds', 'machine', 'load', 'ratio', 'ratioSpread', 'ours', 'ceiling', 'writer', 'perRound']));
+    expect(result).toMatchObject({ suite: 'cleanup', rounds: 2, rowsTable: 2000, unseen: 1000 });
+    expect(result.perRound.map((r: { first: string }) => r.first)).toEqual(['ours', 'baseline']);
     expect(result.ours.counts).toMatchObject({ deleted: 1000, kept: 1000, moved: 0, alreadyAbsent: 0, retained: 0 });
     expect(result.ratio).toBeGreaterThan(0);
+    expect(result.ratioSpread).toMatchObject({ n: 2, median: result.ratio });
+    expect(result.machine.cores).toBeGreaterThan(0);
+    expect(result.machine.postgres).toMatch(/^\d+/);
+    expect(result.load.before).toHaveLength(3);
+    expect(result.load.after).toHaveLength(3);
+    expect(typeof result.load.busy).toBe('boolean');
     expect(result.writer.ours.attempts).toBeGreaterThan(0);
     expect(result.writer.ours).toHaveProperty('nowaitRate');
     expect(result.writer.idle.attempts).toBeGreaterThan(0);

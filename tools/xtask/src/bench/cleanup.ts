@@ -1,11 +1,12 @@
 // `pnpm xtask bench cleanup`: the stepped, fenced prune of seed 004 beside one unbounded DELETE
 // of the same rows on a copy of the same database, each with a sync writer upserting into an
 // unaffected library of the same server the whole time.
-import { DEFAULT_STEP_PAUSE_MS, RUNTIME_ROLE, runToCompletion, status, type StepTimings } from '@craig/cleanup';
+import { DEFAULT_STEP_PAUSE_MS, DEFAULT_WINDOW_MS, DEFAULT_WINDOW_STEPS, RUNTIME_ROLE, status, stepWindow, type StepTimings } from '@craig/cleanup';
 import { createClient, type Sql } from '@craig/db';
 import { UsageError, writeLine } from '../command.ts';
 import { buildFixture, copyDatabase, dropDatabase, warm, WRITER_ITEMS, type Fixture } from './cleanup-fixture.ts';
 import { latencyStats, printTable, rate, ratio, writeResult } from './measure.ts';
+import { alternate, machineInfo, roundsOption, runRecord, spread } from './rounds.ts';
 import type { BenchSuite } from './suite.ts';
 import { statsIn, TimedProbe } from './timed-probe.ts';
 
@@ -33,7 +34,7 @@ function syncWriter(sql: Sql, fixture: Fixture): TimedProbe {
  * between steps), then `gapMs` with no step running, while one writer runs throughout. The
  * writer's samples from the gaps are its idle baseline, taken under the same background load.
  */
-async function runOurs(fixture: Fixture, o: { pauseMs: number; activeMs: number; gapMs: number }) {
+async function runOurs(fixture: Fixture, o: { pauseMs: number; activeMs: number; gapMs: number; windowSteps: number; windowMs: number }) {
   const writerSql = createClient(fixture.url, { service: 'bench-writer', max: 1, role: RUNTIME_ROLE });
   const stepSql = createClient(fixture.url, { service: 'bench-steps', max: 1, role: RUNTIME_ROLE });
   const timings: StepTimings[] = [];
@@ -46,11 +47,15 @@ async function runOurs(fixture: Fixture, o: { pauseMs: number; activeMs: number;
     await sleep(o.gapMs);
     idle.push([mark, performance.now()]);
     let steps = 0;
+    let next = (await status(stepSql, fixture.jobId)).nextStep;
     for (let done = false; !done; ) {
       mark = performance.now();
       while (!done && performance.now() - mark < o.activeMs) {
-        done = (await runToCompletion(stepSql, fixture.jobId, { maxSteps: 1, onTimings: (t) => timings.push(t) })).done;
-        steps++;
+        // What the runner does: one window of steps per transaction, then its pause.
+        const results = await stepWindow(stepSql, fixture.jobId, next, { maxSteps: o.windowSteps, maxMs: o.windowMs, onTimings: (t) => timings.push(t) });
+        steps += results.length;
+        next = results.at(-1)!.stepNo + 1;
+        done = results.at(-1)!.done;
         if (!done && o.pauseMs > 0) await sleep(o.pauseMs);
       }
       active.push([mark, performance.now()]);
@@ -117,67 +122,124 @@ function intOption(options: ReadonlyMap<string, string>, name: string, fallback:
 export const cleanupSuite: BenchSuite = {
   name: 'cleanup',
   summary: 'stepped, fenced prune (seed 004) vs one unbounded DELETE on a copy, with a sync writer on an unaffected library',
-  options: ['rows', 'pause-ms', 'active-ms', 'idle-ms'],
+  options: ['rows', 'pause-ms', 'window-steps', 'window-ms', 'active-ms', 'idle-ms', 'rounds'],
   async run(ctx, options) {
     const rows = intOption(options, 'rows', 200_000, 1000);
-    // By default the runner's own pacing, so the figures are what the service does.
+    // By default the runner's own pacing and windows, so the figures are what the service does.
     const pauseMs = intOption(options, 'pause-ms', DEFAULT_STEP_PAUSE_MS, 0);
+    const windowSteps = intOption(options, 'window-steps', DEFAULT_WINDOW_STEPS, 1);
+    const windowMs = intOption(options, 'window-ms', DEFAULT_WINDOW_MS, 1);
     const activeMs = intOption(options, 'active-ms', 500, 50);
     const idleMs = intOption(options, 'idle-ms', 500, 50);
+    const roundCount = roundsOption(options);
+    const record = runRecord('cleanup', options, roundCount);
     const log = (line: string) => writeLine(ctx.stderr, `bench cleanup: ${line}`);
     const fixture = await buildFixture(rows, log);
-    let copy: { url: string; name: string } | undefined;
     try {
-      log(`collected and sealed ${fixture.seen} seen ids in ${Math.round(fixture.collectMs)} ms; copying the database for the baseline`);
-      copy = await copyDatabase(fixture);
-      await warm(fixture.url);
-      await warm(copy.url);
-      log(`stepped prune of ${fixture.unseen} unseen items (${activeMs} ms of steps, then ${idleMs} ms without, repeated)`);
-      const ours = await runOurs(fixture, { pauseMs, activeMs, gapMs: idleMs });
-      if (ours.job.state !== 'completed' || ours.job.counts.deleted !== fixture.unseen) throw new Error(`stepped prune ended ${ours.job.state} with ${ours.job.counts.deleted} deleted, expected ${fixture.unseen}`);
-      log('one unbounded DELETE on the copy');
-      const ceiling = await runCeiling(fixture, copy.url, Math.max(idleMs, 2000));
-      if (ceiling.deleted !== fixture.unseen) throw new Error(`baseline deleted ${ceiling.deleted}, expected ${fixture.unseen}`);
-
-      const oursRate = rate(ours.job.counts.deleted, ours.activeMs);
-      const ceilingRate = rate(ceiling.deleted, ceiling.ms);
-      const profile = phaseProfile(ours.timings);
-      const p99VsIdle = { ours: ratio(ours.writer.p99Ms, ours.idle.p99Ms), ceiling: ratio(ceiling.writer.p99Ms, ceiling.idle.p99Ms) };
-      const p95VsIdle = { ours: ratio(ours.writer.p95Ms, ours.idle.p95Ms), ceiling: ratio(ceiling.writer.p95Ms, ceiling.idle.p95Ms) };
+      log(`collected and sealed ${fixture.seen} seen ids in ${Math.round(fixture.collectMs)} ms; ${roundCount} alternating rounds, each on fresh copies`);
+      const rounds = await alternate(
+        roundCount,
+        {
+          ours: () =>
+            onCopy(fixture, async (copy) => {
+              const f = { ...fixture, url: copy.url };
+              await warm(f.url);
+              const ours = await runOurs(f, { pauseMs, activeMs, gapMs: idleMs, windowSteps, windowMs });
+              if (ours.job.state !== 'completed' || ours.job.counts.deleted !== fixture.unseen) throw new Error(`stepped prune ended ${ours.job.state} with ${ours.job.counts.deleted} deleted, expected ${fixture.unseen}`);
+              return ours;
+            }),
+          baseline: () =>
+            onCopy(fixture, async (copy) => {
+              await warm(copy.url);
+              const ceiling = await runCeiling(fixture, copy.url, Math.max(idleMs, 2000));
+              if (ceiling.deleted !== fixture.unseen) throw new Error(`baseline deleted ${ceiling.deleted}, expected ${fixture.unseen}`);
+              return ceiling;
+            }),
+        },
+        (r) =>
+          log(
+            `round ${r.round}/${roundCount} (${r.first} first): ours ${rate(r.ours.job.counts.deleted, r.ours.activeMs)} items/s (${r.ours.steps} steps), DELETE ${rate(r.baseline.deleted, r.baseline.ms)} items/s; writer p99 ${r.ours.writer.p99Ms} ms vs idle ${r.ours.idle.p99Ms} ms`,
+          ),
+      );
+      const perRound = rounds.map((r) => {
+        const o = rate(r.ours.job.counts.deleted, r.ours.activeMs);
+        const c = rate(r.baseline.deleted, r.baseline.ms);
+        return {
+          round: r.round,
+          first: r.first,
+          oursItemsPerSec: o,
+          ceilingItemsPerSec: c,
+          ratio: ratio(o, c),
+          steps: r.ours.steps,
+          writerP99Ms: r.ours.writer.p99Ms,
+          writerIdleP99Ms: r.ours.idle.p99Ms,
+          writerP99VsIdle: ratio(r.ours.writer.p99Ms, r.ours.idle.p99Ms),
+          ceilingWriterP99VsIdle: ratio(r.baseline.writer.p99Ms, r.baseline.idle.p99Ms),
+          nowaitRejections: r.ours.writer.nowaitRejections + r.ours.idle.nowaitRejections,
+        };
+      });
+      const ratios = spread(perRound.map((r) => r.ratio));
+      const mid = rounds[perRound.indexOf([...perRound].sort((a, b) => a.ratio - b.ratio)[Math.floor(perRound.length / 2)]!)]!;
+      const profile = phaseProfile(mid.ours.timings);
       const result = {
-        suite: 'cleanup',
-        rows,
+        ...record.finish(await machineInfo()),
+        rowsTable: rows,
         unseen: fixture.unseen,
-        ours: { itemsPerSec: oursRate, deleted: ours.job.counts.deleted, ms: Math.round(ours.activeMs), steps: ours.steps, windows: ours.windows, pauseMs, counts: ours.job.counts, profile },
-        ceiling: { itemsPerSec: ceilingRate, deleted: ceiling.deleted, ms: Math.round(ceiling.ms), statement: 'DELETE FROM items WHERE library_id = $1 AND NOT EXISTS (manifest)' },
-        ratio: ratio(oursRate, ceilingRate),
+        ratio: ratios.median,
+        ratioSpread: ratios,
+        ours: {
+          itemsPerSec: spread(perRound.map((r) => r.oursItemsPerSec)),
+          steps: mid.ours.steps,
+          windows: { maxSteps: windowSteps, maxMs: windowMs, pauseMs },
+          counts: mid.ours.job.counts,
+          // The median round's profile: where a step's time went.
+          profile,
+        },
+        ceiling: { itemsPerSec: spread(perRound.map((r) => r.ceilingItemsPerSec)), statement: 'DELETE FROM items WHERE library_id = $1 AND NOT EXISTS (manifest)' },
         writer: {
           op: `upsert of ${WRITER_PAGE} items into an unaffected library of the same server (runtime role, admission triggers)`,
-          ours: ours.writer,
-          idle: ours.idle,
-          ceiling: ceiling.writer,
-          ceilingIdle: ceiling.idle,
-          p99VsIdle,
-          p95VsIdle,
+          oursP99Ms: spread(perRound.map((r) => r.writerP99Ms)),
+          idleP99Ms: spread(perRound.map((r) => r.writerIdleP99Ms)),
+          p99VsIdle: spread(perRound.map((r) => r.writerP99VsIdle)),
+          ceilingP99VsIdle: spread(perRound.map((r) => r.ceilingWriterP99VsIdle)),
+          nowaitRejections: perRound.reduce((n, r) => n + r.nowaitRejections, 0),
+          ours: mid.ours.writer,
+          idle: mid.ours.idle,
+          ceiling: mid.baseline.writer,
+          ceilingIdle: mid.baseline.idle,
         },
+        perRound,
         collect: { ids: fixture.seen, ms: Math.round(fixture.collectMs), idsPerSec: rate(fixture.seen, fixture.collectMs) },
-        targets: { ratio: 0.1, writerP99VsIdle: 1.5 },
+        targets: { ratio: 0.3, writerP99VsIdle: 1.5, stepRowBound: 128 },
       };
       const path = await writeResult(ctx.root, 'cleanup', result);
-      const nowait = (s: { nowaitRejections: number; attempts: number }) => `${s.nowaitRejections}/${s.attempts}`;
-      printTable(ctx.stdout, ['writer during', 'items/s', 'ms', 'writer p50', 'p95', 'p99', 'p99 vs idle', 'NOWAIT rejections'], [
-        ['idle gaps between step windows', '—', '—', ours.idle.p50Ms, ours.idle.p95Ms, ours.idle.p99Ms, 1, nowait(ours.idle)],
-        [`stepped prune (${ours.steps} steps)`, oursRate, Math.round(ours.activeMs), ours.writer.p50Ms, ours.writer.p95Ms, ours.writer.p99Ms, p99VsIdle.ours, nowait(ours.writer)],
-        ['idle before/after the DELETE', '—', '—', ceiling.idle.p50Ms, ceiling.idle.p95Ms, ceiling.idle.p99Ms, 1, nowait(ceiling.idle)],
-        ['unbounded DELETE (copy)', ceilingRate, Math.round(ceiling.ms), ceiling.writer.p50Ms, ceiling.writer.p95Ms, ceiling.writer.p99Ms, p99VsIdle.ceiling, nowait(ceiling.writer)],
+      const cell = (x: { median: number; q1: number; q3: number }) => `${x.median} [${x.q1}–${x.q3}]`;
+      printTable(ctx.stdout, ['figure (median [IQR] over rounds)', 'value'], [
+        [`stepped prune items/s (windows of ≤ ${windowSteps} steps / ${windowMs} ms, ${pauseMs} ms pause)`, cell(result.ours.itemsPerSec)],
+        ['unbounded DELETE (copy) items/s', cell(result.ceiling.itemsPerSec)],
+        ['ratio', cell(ratios)],
+        ['writer p99 ms during steps / in the idle gaps', `${cell(result.writer.oursP99Ms)} / ${cell(result.writer.idleP99Ms)}`],
+        ['writer p99 vs idle: stepped / DELETE', `${cell(result.writer.p99VsIdle)} / ${cell(result.writer.ceilingP99VsIdle)}`],
+        ['NOWAIT rejections of the writer (all rounds)', result.writer.nowaitRejections],
       ]);
-      writeLine(ctx.stdout, `\nratio (ours / unbounded DELETE items/s): ${result.ratio}  (target ≥ 0.1); writer p99 vs idle: ${p99VsIdle.ours} (target ≤ 1.5)`);
-      writeLine(ctx.stdout, `per items-step (${profile.steps} steps, p50 ${profile.step.p50Ms} ms, p99 ${profile.step.p99Ms} ms):`);
+      writeLine(ctx.stdout, `\nratio (ours / unbounded DELETE items/s): ${result.ratio}  (target ≥ 0.3); writer p99 vs idle: ${result.writer.p99VsIdle.median} (target ≤ 1.5)`);
+      writeLine(ctx.stdout, `per items-step in the median round (${profile.steps} steps, p50 ${profile.step.p50Ms} ms, p99 ${profile.step.p99Ms} ms):`);
       printTable(ctx.stdout, ['phase', 'mean ms', 'share'], Object.entries(profile.phases).map(([k, v]) => [k, v.meanMs, v.share]));
+      writeLine(ctx.stdout, `load average before ${result.load.before.join(' ')}, after ${result.load.after.join(' ')}; ${result.wallSeconds} s`);
+      for (const w of result.warnings) writeLine(ctx.stderr, `bench cleanup: WARNING: ${w}`);
       writeLine(ctx.stdout, `\nwrote ${path}`);
     } finally {
-      if (copy) await dropDatabase(copy.name);
       await dropDatabase(fixture.name);
     }
   },
 };
+
+/** Run `fn` on a fresh byte-for-byte copy of the fixture's database, dropped afterwards. */
+async function onCopy<T>(fixture: Fixture, fn: (copy: { url: string; name: string }) => Promise<T>): Promise<T> {
+  const copy = await copyDatabase(fixture);
+  try {
+    return await fn(copy);
+  } finally {
+    await dropDatabase(copy.name);
+  }
+}

@@ -5,7 +5,8 @@ import { BUS_MIGRATIONS, createPostgresBusTransport, createRabbitMqTransport, en
 import { rabbitmq, testDatabase, type TestDatabase } from '@craig/testkit';
 import { connect, type ConfirmChannel } from 'amqplib';
 import { Registry } from 'prom-client';
-import { writeLine } from '../command.ts';
+import { UsageError, writeLine } from '../command.ts';
+import { machineInfo, roundsOption, runRecord, spread } from './rounds.ts';
 import { outboxCopy } from './fixtures.ts';
 import { printTable, rate, ratio, writeResult } from './measure.ts';
 import type { BenchSuite } from './suite.ts';
@@ -57,31 +58,37 @@ async function bareConfirmLoop(channel: ConfirmChannel, exchange: string, messag
   return performance.now() - started;
 }
 
-const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
 interface Round {
+  readonly round: number;
+  readonly first: 'ours' | 'baseline';
   readonly oursEventsPerSec: number;
   readonly ceilingEventsPerSec: number;
   readonly ratio: number;
 }
 
-/** Both measurements of a round; even rounds run the baseline first, odd rounds ours first. */
-async function alternate(round: number, ceiling: () => Promise<number>, ours: () => Promise<number>): Promise<{ ceilingMs: number; oursMs: number }> {
-  if (round % 2 === 0) {
-    const ceilingMs = await ceiling();
-    return { ceilingMs, oursMs: await ours() };
-  }
-  const oursMs = await ours();
-  return { oursMs, ceilingMs: await ceiling() };
-}
-
-/** Median figures over rounds; each round measures both, alternating which goes first. */
+/** Median [IQR] figures over rounds. */
 function summarize(rounds: readonly Round[]) {
   return {
-    ours: median(rounds.map((r) => r.oursEventsPerSec)),
-    ceiling: median(rounds.map((r) => r.ceilingEventsPerSec)),
-    ratio: median(rounds.map((r) => r.ratio)),
+    ours: spread(rounds.map((r) => r.oursEventsPerSec)),
+    ceiling: spread(rounds.map((r) => r.ceilingEventsPerSec)),
+    ratio: spread(rounds.map((r) => r.ratio)),
   };
+}
+
+/** One round: both contenders on one fresh copy of the pending outbox (ours first in odd rounds). */
+async function round(n: number, bare: () => Promise<number>, drain: () => Promise<number>, events: number): Promise<Round> {
+  let oursMs: number;
+  let ceilingMs: number;
+  if (n % 2 === 1) {
+    oursMs = await drain();
+    ceilingMs = await bare();
+  } else {
+    ceilingMs = await bare();
+    oursMs = await drain();
+  }
+  const o = rate(events, oursMs);
+  const c = rate(events, ceilingMs);
+  return { round: n, first: n % 2 === 1 ? 'ours' : 'baseline', oursEventsPerSec: o, ceilingEventsPerSec: c, ratio: ratio(o, c) };
 }
 
 async function rabbit(events: number, batchSize: number, lanes: number, rounds: number, log: (l: string) => void) {
@@ -94,9 +101,10 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
   await admin.assertQueue(sink, { durable: true });
   await admin.bindQueue(sink, exchange, '#');
   const transport = await createRabbitMqTransport({ url, exchange, service: 'bench' });
+  const brokerVersion = String((conn.connection as unknown as { serverProperties?: { version?: string } }).serverProperties?.version ?? 'unknown');
   try {
     const results: Round[] = [];
-    for (let round = 0; round < rounds; round++) {
+    for (let n = 1; n <= rounds; n++) {
       const db = await outboxCopy(events, { pending: 'all' });
       try {
         const messages = await messagesOf(db);
@@ -116,9 +124,8 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
           await admin.purgeQueue(sink);
           return r.ms;
         };
-        const { ceilingMs, oursMs } = await alternate(round, bare, drain);
-        const r = { oursEventsPerSec: rate(events, oursMs), ceilingEventsPerSec: rate(events, ceilingMs), ratio: ratio(rate(events, oursMs), rate(events, ceilingMs)) };
-        log(`rabbitmq round ${round + 1}/${rounds}: ours ${r.oursEventsPerSec}/s, bare confirm loop ${r.ceilingEventsPerSec}/s, ratio ${r.ratio}`);
+        const r = await round(n, bare, drain, events);
+        log(`rabbitmq round ${n}/${rounds} (${r.first} first): ours ${r.oursEventsPerSec}/s, bare confirm loop ${r.ceilingEventsPerSec}/s, ratio ${r.ratio}`);
         results.push(r);
       } finally {
         await db.drop();
@@ -128,8 +135,10 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
     return {
       ours: { eventsPerSec: m.ours, batchSize, lanes },
       ceiling: { eventsPerSec: m.ceiling, method: 'bare amqplib confirm channel: publish all (respecting backpressure), one waitForConfirms' },
-      ratio: m.ratio,
-      rounds: results,
+      ratio: m.ratio.median,
+      ratioSpread: m.ratio,
+      perRound: results,
+      brokerVersion,
     };
   } finally {
     await transport.close();
@@ -148,7 +157,7 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
   const transport = await createPostgresBusTransport({ url: bus.url, service: 'bench' });
   try {
     const results: Round[] = [];
-    for (let round = 0; round < rounds; round++) {
+    for (let n = 1; n <= rounds; n++) {
       const db = await outboxCopy(events, { pending: 'all' });
       try {
         const messages = await messagesOf(db);
@@ -171,9 +180,8 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
           await bus.sql`truncate bus_deliveries`;
           return r.ms;
         };
-        const { ceilingMs, oursMs } = await alternate(round, bare, drain);
-        const r = { oursEventsPerSec: rate(events, oursMs), ceilingEventsPerSec: rate(events, ceilingMs), ratio: ratio(rate(events, oursMs), rate(events, ceilingMs)) };
-        log(`postgres bus round ${round + 1}/${rounds}: ours ${r.oursEventsPerSec}/s, bare INSERT ${r.ceilingEventsPerSec}/s, ratio ${r.ratio}`);
+        const r = await round(n, bare, drain, events);
+        log(`postgres bus round ${n}/${rounds} (${r.first} first): ours ${r.oursEventsPerSec}/s, bare INSERT ${r.ceilingEventsPerSec}/s, ratio ${r.ratio}`);
         results.push(r);
       } finally {
         await db.drop();
@@ -183,8 +191,9 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
     return {
       ours: { eventsPerSec: m.ours, batchSize, lanes },
       ceiling: { eventsPerSec: m.ceiling, method: `bare multi-row INSERT of ${batchSize} rows per statement into bus_deliveries` },
-      ratio: m.ratio,
-      rounds: results,
+      ratio: m.ratio.median,
+      ratioSpread: m.ratio,
+      perRound: results,
     };
   } finally {
     await transport.close();
@@ -197,28 +206,39 @@ export const drainSuite: BenchSuite = {
   summary: 'outbox drain to RabbitMQ vs a bare confirm-channel loop, and to the PostgreSQL bus vs a bare INSERT',
   options: ['events', 'batch', 'lanes', 'transport', 'rounds'],
   async run(ctx, options) {
-    const events = Number(options.get('events') ?? 200_000);
+    const events = Number(options.get('events') ?? 100_000);
     const batchSize = Number(options.get('batch') ?? 1000);
     const lanes = Number(options.get('lanes') ?? 2);
-    const rounds = Number(options.get('rounds') ?? 3);
+    const rounds = roundsOption(options);
     const which = options.get('transport') ?? 'both';
-    if (!['both', 'rabbitmq', 'postgres'].includes(which)) throw new Error('--transport must be rabbitmq, postgres or both');
-    for (const [name, n] of [['events', events], ['batch', batchSize], ['lanes', lanes], ['rounds', rounds]] as const) {
-      if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
+    if (!['both', 'rabbitmq', 'postgres'].includes(which)) throw new UsageError('--transport must be rabbitmq, postgres or both');
+    for (const [name, n] of [['events', events], ['batch', batchSize], ['lanes', lanes]] as const) {
+      if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer: ${n}`);
     }
+    const record = runRecord('drain', options, rounds);
     const log = (line: string) => writeLine(ctx.stderr, `[bench drain] ${line}`);
     const r = which !== 'postgres' ? await rabbit(events, batchSize, lanes, rounds, log) : undefined;
     const p = which !== 'rabbitmq' ? await postgresBus(events, batchSize, lanes, rounds, log) : undefined;
-    const result = { suite: 'drain', events, rounds, ...(r ? { ours: r.ours, ceiling: r.ceiling, ratio: r.ratio, rabbitmqRounds: r.rounds } : {}), ...(p ? { postgresBus: p } : {}) };
+    const result = {
+      ...record.finish(await machineInfo(r ? { rabbitmq: r.brokerVersion } : {})),
+      events,
+      ...(r ? { ratio: r.ratio, rabbitmq: r } : {}),
+      ...(p ? { postgresBus: p } : {}),
+      targets: { rabbitmq: 0.85, postgresBus: 0.8 },
+    };
+    const cell = (x: { median: number; q1: number; q3: number }) => `${x.median} [${x.q1}–${x.q3}]`;
     printTable(
       ctx.stdout,
-      ['run (median of rounds)', 'events/s', 'ratio'],
+      ['run (median [IQR] over rounds)', 'events/s', 'ratio'],
       [
-        ...(r ? [['rabbitmq: our drain', r.ours.eventsPerSec, r.ratio], ['rabbitmq: bare confirm-channel loop', r.ceiling.eventsPerSec, '']] : []),
-        ...(p ? [['postgres bus: our drain', p.ours.eventsPerSec, p.ratio], ['postgres bus: bare multi-row INSERT', p.ceiling.eventsPerSec, '']] : []),
+        ...(r ? [['rabbitmq: our drain', cell(r.ours.eventsPerSec), cell(r.ratioSpread)], ['rabbitmq: bare confirm-channel loop', cell(r.ceiling.eventsPerSec), '']] : []),
+        ...(p ? [['postgres bus: our drain', cell(p.ours.eventsPerSec), cell(p.ratioSpread)], ['postgres bus: bare multi-row INSERT', cell(p.ceiling.eventsPerSec), '']] : []),
       ],
     );
-    if (r) writeLine(ctx.stdout, `\nratio ours/ceiling (RabbitMQ): ${r.ratio} (target >= 0.5, goal 0.8)`);
+    if (r) writeLine(ctx.stdout, `\nratio ours/ceiling (RabbitMQ): ${r.ratio} (target >= 0.85)`);
+    if (p) writeLine(ctx.stdout, `ratio ours/ceiling (PostgreSQL bus): ${p.ratio} (target >= 0.8)`);
+    writeLine(ctx.stdout, `load average before ${result.load.before.join(' ')}, after ${result.load.after.join(' ')}; ${result.wallSeconds} s`);
+    for (const w of result.warnings) writeLine(ctx.stderr, `[bench drain] WARNING: ${w}`);
     writeLine(ctx.stdout, `wrote ${await writeResult(ctx.root, 'drain', result)}`);
   },
 };

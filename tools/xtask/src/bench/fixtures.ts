@@ -11,13 +11,13 @@ import postgres from 'postgres';
  * template (vacuumed and analyzed), then copied with CREATE DATABASE … TEMPLATE, so every run
  * starts from an identical table.
  */
-export function outboxCopy(rows: number, options: { pending?: 'aged' | 'all' } = {}): Promise<TestDatabase> {
+export function outboxCopy(rows: number, options: { pending?: 'aged' | 'all'; peer?: boolean } = {}): Promise<TestDatabase> {
   const allPending = options.pending === 'all';
   return testDatabase({
     prefix: 'craig_bench',
     max: 2,
     template: {
-      id: `bench${allPending ? 'pend' : 'out'}v3n${rows}`,
+      id: `bench${allPending ? 'pend' : options.peer ? 'peer' : 'out'}v3n${rows}`,
       async build(url) {
         await migrate(url, [MQ_MIGRATIONS], { service: 'bench' });
         const sql = postgres(url, { max: 1, onnotice: () => {}, connection: { statement_timeout: 0 } });
@@ -37,6 +37,7 @@ export function outboxCopy(rows: number, options: { pending?: 'aged' | 'all' } =
                                         else now() - interval '10 days' + (interval '10 days') * ((g - ${Math.floor(rows * 0.95)})::float8 / ${Math.ceil(rows * 0.05)}) - interval '1 minute'
                                    end as created_at) t`;
           }
+          if (options.peer) await peerOutbox(sql);
           await sql`vacuum (analyze) event_outbox`;
         } finally {
           await sql.end();
@@ -51,10 +52,10 @@ export function outboxCopy(rows: number, options: { pending?: 'aged' | 'all' } =
  * checkpoint: copying the template wrote the whole database to WAL, and a checkpoint forced by
  * that in the middle of one contender's run would be charged to it alone.
  */
-export async function warm(sql: Sql): Promise<void> {
+export async function warm(sql: Sql, table = 'event_outbox'): Promise<void> {
   await sql`checkpoint`.catch(() => undefined);
-  await sql`select count(*) from event_outbox`;
-  await sql`select count(*) from event_outbox where published_at is not null and created_at < now()`;
+  await sql`select count(*) from ${sql(table)}`;
+  if (table === 'event_outbox') await sql`select count(*) from event_outbox where published_at is not null and created_at < now()`;
 }
 
 /** WAL bytes written between two calls. */
@@ -66,4 +67,20 @@ export async function walPosition(sql: Sql): Promise<string> {
 export async function walBytesSince(sql: Sql, lsn: string): Promise<number> {
   const [row] = await sql<{ bytes: string }[]>`select pg_wal_lsn_diff(pg_current_wal_lsn(), ${lsn}::pg_lsn)::text as bytes`;
   return Number(row!.bytes);
+}
+
+/**
+ * The same rows in `pg-transactional-outbox`'s own table (`public.outbox`, created by its
+ * `DatabaseSetup` with its polling indexes): message id = event id, `processed_at` =
+ * `published_at`, everything else as it is. The peer suite cleans it through that library.
+ */
+async function peerOutbox(sql: postgres.Sql): Promise<void> {
+  const { DatabaseSetup } = await import('pg-transactional-outbox');
+  const config = { outboxOrInbox: 'outbox' as const, database: 'bench', schema: 'public', table: 'outbox', listenerRole: 'bench', nextMessagesName: 'next_outbox_messages' };
+  await sql.unsafe(DatabaseSetup.dropAndCreateTable(config));
+  await sql.unsafe(DatabaseSetup.setupPollingIndexes(config));
+  await sql`
+    insert into outbox (id, aggregate_type, aggregate_id, message_type, payload, created_at, processed_at)
+    select event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at from event_outbox order by id`;
+  await sql`vacuum (analyze) outbox`;
 }

@@ -1,9 +1,13 @@
+// `pnpm xtask bench prune`: the transport prune cycle against one unbatched DELETE of the same
+// rows, on identical copies of one outbox, in alternating rounds, each with a single-row writer
+// beside it; then our loop alone at each --scale size (per-batch and per-row cost).
 import { createClient, type Sql } from '@craig/db';
-import { outboxPruneTarget, pruneTable, pruneTransportTables } from '@craig/mq';
+import { outboxPruneTarget, pruneTable, pruneTransportTables, PRUNE_MAX_BATCH, PRUNE_TARGET_BATCH_MS } from '@craig/mq';
 import type { TestDatabase } from '@craig/testkit';
-import { writeLine } from '../command.ts';
+import { UsageError, writeLine } from '../command.ts';
 import { outboxCopy, walBytesSince, walPosition, warm } from './fixtures.ts';
 import { LatencyProbe, latencyStats, printTable, rate, ratio, writeResult, type LatencyStats } from './measure.ts';
+import { alternate, machineInfo, roundsOption, runRecord, spread } from './rounds.ts';
 import type { BenchSuite } from './suite.ts';
 
 const WINDOW_DAYS = 30;
@@ -13,17 +17,24 @@ interface RunResult {
   readonly ms: number;
   readonly rowsPerSec: number;
   readonly walBytes: number;
-  readonly batches?: LatencyStats;
+  readonly batches?: LatencyStats & { readonly meanRows: number; readonly msPer1000Rows: number };
   readonly writer?: LatencyStats & { failures: Record<string, number> };
 }
 
+/** `--batch N`: fixed batches of N rows; default: adaptive from 5,000 under the 50 ms target. */
+interface BatchChoice {
+  readonly size: number;
+  readonly adaptive: false | { readonly targetBatchMs: number; readonly maxBatchSize: number };
+}
+
 /** A single-row writer beside the prune: each call is one autocommit INSERT, 5 ms apart. */
-function writer(url: string) {
+function writer(url: string, table = 'event_outbox') {
   const sql = createClient(url, { service: 'bench-writer', max: 1 });
-  const probe = new LatencyProbe(
-    () => sql`insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload) values (gen_random_uuid(), 'case', 'w', 'case.opened', '{"w":1}')`,
-    { pauseMs: 5, classify: (e) => String((e as { code?: string }).code ?? 'error') },
-  );
+  const insert =
+    table === 'event_outbox'
+      ? () => sql`insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload) values (gen_random_uuid(), 'case', 'w', 'case.opened', '{"w":1}')`
+      : () => sql`insert into ${sql(table)} (id, aggregate_type, aggregate_id, message_type, payload) values (gen_random_uuid(), 'case', 'w', 'case.opened', '{"w":1}')`;
+  const probe = new LatencyProbe(insert, { pauseMs: 5, classify: (e) => String((e as { code?: string }).code ?? 'error') });
   return {
     start: () => probe.start(),
     stop: async () => {
@@ -34,14 +45,16 @@ function writer(url: string) {
   };
 }
 
-async function timed(db: TestDatabase, withWriter: boolean, body: (batchMs: number[]) => Promise<number>): Promise<RunResult> {
-  await warm(db.sql);
-  const probe = withWriter ? writer(db.url) : undefined;
+/** Time `body` on a warm copy (after a checkpoint), with the writer beside it when asked. */
+export async function timed(db: TestDatabase, withWriter: boolean, body: (batchMs: number[], batchRows: number[]) => Promise<number>, writerTable?: string): Promise<RunResult> {
+  await warm(db.sql, writerTable);
+  const probe = withWriter ? writer(db.url, writerTable) : undefined;
   const lsn = await walPosition(db.sql);
   const batchMs: number[] = [];
+  const batchRows: number[] = [];
   probe?.start();
   const started = performance.now();
-  const deleted = await body(batchMs);
+  const deleted = await body(batchMs, batchRows);
   const ms = performance.now() - started;
   const stats = await probe?.stop();
   return {
@@ -49,21 +62,31 @@ async function timed(db: TestDatabase, withWriter: boolean, body: (batchMs: numb
     ms: Math.round(ms),
     rowsPerSec: rate(deleted, ms),
     walBytes: await walBytesSince(db.sql, lsn),
-    ...(batchMs.length ? { batches: latencyStats(batchMs) } : {}),
+    ...(batchMs.length ? { batches: batchStats(batchMs, batchRows) } : {}),
     ...(stats ? { writer: stats } : {}),
   };
 }
 
-/** Ours: the real transport prune cycle (dedicated session, lock, 5,000-row ctid batches), uncapped. */
-const ours = (db: TestDatabase, batchSize: number, withWriter: boolean) =>
-  timed(db, withWriter, async (batchMs) => {
+function batchStats(batchMs: readonly number[], batchRows: readonly number[]) {
+  const rows = batchRows.reduce((a, b) => a + b, 0);
+  const ms = batchMs.reduce((a, b) => a + b, 0);
+  return { ...latencyStats(batchMs), meanRows: Math.round(rows / Math.max(1, batchRows.length)), msPer1000Rows: Math.round((ms / Math.max(1, rows)) * 1e6) / 1000 };
+}
+
+/** Ours: the real transport prune cycle (dedicated session, lock, ctid batches), uncapped. */
+const ours = (db: TestDatabase, batch: BatchChoice, withWriter: boolean) =>
+  timed(db, withWriter, async (batchMs, batchRows) => {
     const r = await pruneTransportTables({
       databaseUrl: db.url,
       service: 'bench',
       retention: { outboxDays: WINDOW_DAYS, inboxDays: WINDOW_DAYS + 1 },
-      batchSize,
+      batchSize: batch.size,
+      adaptive: batch.adaptive,
       cap: Number.MAX_SAFE_INTEGER,
-      onBatch: (_t, b) => void batchMs.push(b.ms),
+      onBatch: (_t, b) => {
+        batchMs.push(b.ms);
+        batchRows.push(b.deleted);
+      },
     });
     return r.outboxDeleted;
   });
@@ -82,7 +105,7 @@ const ceiling = (db: TestDatabase, withWriter: boolean) =>
 
 /** For comparison: the same loop keyed by id (a primary-key lookup per row) instead of ctid. */
 const idKeyed = (db: TestDatabase, batchSize: number) =>
-  timed(db, false, async (batchMs) => {
+  timed(db, false, async (batchMs, batchRows) => {
     const sql: Sql = createClient(db.url, { service: 'bench-idkeyed', max: 1 });
     let total = 0;
     try {
@@ -96,6 +119,7 @@ const idKeyed = (db: TestDatabase, batchSize: number) =>
               order by created_at limit ${batchSize}))
             and published_at is not null and created_at < now() - make_interval(days => ${WINDOW_DAYS})`;
         batchMs.push(performance.now() - t);
+        batchRows.push(r.count);
         total += r.count;
         if (r.count < batchSize) return total;
       }
@@ -106,18 +130,25 @@ const idKeyed = (db: TestDatabase, batchSize: number) =>
 
 /** For the index decision: our loop without the (created_at) partial index, first 20 batches only. */
 const noIndex = (db: TestDatabase, batchSize: number) =>
-  timed(db, false, async (batchMs) => {
+  timed(db, false, async (batchMs, batchRows) => {
     await db.sql`drop index event_outbox_prune`;
     const sql: Sql = createClient(db.url, { service: 'bench-noindex', max: 1, statementTimeoutMs: 0 });
     try {
-      const r = await pruneTable(sql, outboxPruneTarget(WINDOW_DAYS), { batchSize, cap: batchSize * 20, onBatch: (b) => void batchMs.push(b.ms) });
+      const r = await pruneTable(sql, outboxPruneTarget(WINDOW_DAYS), {
+        batchSize,
+        cap: batchSize * 20,
+        onBatch: (b) => {
+          batchMs.push(b.ms);
+          batchRows.push(b.deleted);
+        },
+      });
       return r.deleted;
     } finally {
       await sql.end();
     }
   });
 
-async function withCopy<T>(rows: number, fn: (db: TestDatabase) => Promise<T>): Promise<T> {
+export async function withCopy<T>(rows: number, fn: (db: TestDatabase) => Promise<T>): Promise<T> {
   const db = await outboxCopy(rows);
   try {
     return await fn(db);
@@ -126,96 +157,123 @@ async function withCopy<T>(rows: number, fn: (db: TestDatabase) => Promise<T>): 
   }
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 export const pruneSuite: BenchSuite = {
   name: 'prune',
-  summary: 'transport prune (ctid batches) vs one unbatched DELETE, with a concurrent writer',
-  options: ['rows', 'batch', 'scale', 'variants', 'idle-seconds', 'rounds'],
+  summary: 'transport prune (ctid batches, adaptive size) vs one unbatched DELETE, alternating rounds, with a concurrent writer',
+  options: ['rows', 'batch', 'target-ms', 'scale', 'variants', 'idle-seconds', 'rounds'],
   async run(ctx, options) {
     const rows = Number(options.get('rows') ?? 1_000_000);
-    const batchSize = Number(options.get('batch') ?? 5000);
-    const scale = (options.get('scale') ?? '').split(',').filter(Boolean).map(Number);
+    const fixed = options.get('batch');
+    const targetMs = Number(options.get('target-ms') ?? PRUNE_TARGET_BATCH_MS);
+    const scale = (options.get('scale') ?? '1000000,4000000').split(',').filter(Boolean).map(Number);
     const variants = new Set((options.get('variants') ?? '').split(',').filter(Boolean));
     const idleSeconds = Number(options.get('idle-seconds') ?? 3);
-    const roundCount = Number(options.get('rounds') ?? 3);
-    for (const [name, n] of [['rows', rows], ['batch', batchSize], ['idle-seconds', idleSeconds], ['rounds', roundCount], ...scale.map((s) => ['scale', s] as const)] as const) {
-      if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
+    const roundCount = roundsOption(options);
+    for (const [name, n] of [['rows', rows], ['batch', Number(fixed ?? 5000)], ['target-ms', targetMs], ['idle-seconds', idleSeconds], ...scale.map((s) => ['scale', s] as const)] as const) {
+      if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer: ${n}`);
     }
+    const batch: BatchChoice = fixed ? { size: Number(fixed), adaptive: false } : { size: 5000, adaptive: { targetBatchMs: targetMs, maxBatchSize: PRUNE_MAX_BATCH } };
     const log = (line: string) => writeLine(ctx.stderr, `[bench prune] ${line}`);
+    const record = runRecord('prune', options, roundCount);
 
-    log(`loading ${rows} rows (built once per size, then copied)`);
-    // Rounds alternate which contender goes first; the figures are the medians over rounds, the
-    // ratio the median of each round's ratio (the machine is shared and noisy).
-    const rounds: Array<{ idle: LatencyStats; ours: RunResult; ceiling: RunResult; ratio: number }> = [];
-    for (let round = 0; round < roundCount; round++) {
-      const runOurs = () =>
-        withCopy(rows, async (db) => {
-          const probe = writer(db.url);
-          await warm(db.sql);
-          probe.start();
-          await new Promise((r) => setTimeout(r, idleSeconds * 1000));
-          const idle = await probe.stop();
-          return { idle, ours: await ours(db, batchSize, true) };
-        });
-      const runCeiling = () => withCopy(rows, (db) => ceiling(db, true));
-      let first: { idle: LatencyStats; ours: RunResult };
-      let ceilingRun: RunResult;
-      if (round % 2 === 0) {
-        first = await runOurs();
-        ceilingRun = await runCeiling();
-      } else {
-        ceilingRun = await runCeiling();
-        first = await runOurs();
-      }
-      if (ceilingRun.deleted !== first.ours.deleted) throw new Error(`ours deleted ${first.ours.deleted} rows, the ceiling ${ceilingRun.deleted}: not the same work`);
-      const r = { idle: first.idle, ours: first.ours, ceiling: ceilingRun, ratio: ratio(first.ours.rowsPerSec, ceilingRun.rowsPerSec) };
-      log(`round ${round + 1}/${roundCount}: ours ${r.ours.rowsPerSec} rows/s (batch p99 ${r.ours.batches!.p99Ms} ms), one DELETE ${r.ceiling.rowsPerSec} rows/s, ratio ${r.ratio}; writer p99 idle ${r.idle.p99Ms} / ours ${r.ours.writer!.p99Ms} / DELETE ${r.ceiling.writer!.p99Ms} ms`);
-      rounds.push(r);
-    }
-    // The round with the median ratio is reported in full.
-    const mid = [...rounds].sort((a, b) => a.ratio - b.ratio)[Math.floor(rounds.length / 2)]!;
-    const { idle, ours: oursRun, ceiling: ceilingRun } = mid;
+    log(`${rows} rows (the template is built once per size, then copied); ${roundCount} alternating rounds`);
+    const rounds = await alternate(
+      roundCount,
+      {
+        ours: () =>
+          withCopy(rows, async (db) => {
+            // The writer's idle baseline, on the same copy just before the prune.
+            const probe = writer(db.url);
+            await warm(db.sql);
+            probe.start();
+            await sleep(idleSeconds * 1000);
+            const idle = await probe.stop();
+            return { idle, run: await ours(db, batch, true) };
+          }),
+        baseline: () => withCopy(rows, (db) => ceiling(db, true)),
+      },
+      (r) => {
+        if (r.baseline.deleted !== r.ours.run.deleted) throw new Error(`ours deleted ${r.ours.run.deleted} rows, the ceiling ${r.baseline.deleted}: not the same work`);
+        log(
+          `round ${r.round}/${roundCount} (${r.first} first): ours ${r.ours.run.rowsPerSec} rows/s (batch p99 ${r.ours.run.batches!.p99Ms} ms, mean ${r.ours.run.batches!.meanRows} rows), one DELETE ${r.baseline.rowsPerSec} rows/s, ratio ${ratio(r.ours.run.rowsPerSec, r.baseline.rowsPerSec)}; writer p99 idle ${r.ours.idle.p99Ms} / ours ${r.ours.run.writer!.p99Ms} / DELETE ${r.baseline.writer!.p99Ms} ms`,
+        );
+      },
+    );
+    const perRound = rounds.map((r) => ({
+      round: r.round,
+      first: r.first,
+      oursRowsPerSec: r.ours.run.rowsPerSec,
+      ceilingRowsPerSec: r.baseline.rowsPerSec,
+      ratio: ratio(r.ours.run.rowsPerSec, r.baseline.rowsPerSec),
+      batchP50Ms: r.ours.run.batches!.p50Ms,
+      batchP99Ms: r.ours.run.batches!.p99Ms,
+      batchMeanRows: r.ours.run.batches!.meanRows,
+      writerIdleP99Ms: r.ours.idle.p99Ms,
+      writerOursP99Ms: r.ours.run.writer!.p99Ms,
+      writerCeilingP99Ms: r.baseline.writer!.p99Ms,
+      writerP99VsIdle: ratio(r.ours.run.writer!.p99Ms, r.ours.idle.p99Ms),
+      walBytes: { ours: r.ours.run.walBytes, ceiling: r.baseline.walBytes },
+    }));
+    const ratios = spread(perRound.map((r) => r.ratio));
 
     const extra: Record<string, RunResult> = {};
-    if (variants.has('idkeyed')) extra.idKeyed = await withCopy(rows, (db) => idKeyed(db, batchSize));
-    if (variants.has('noindex')) extra.noIndex = await withCopy(rows, (db) => noIndex(db, batchSize));
+    if (variants.has('idkeyed')) extra.idKeyed = await withCopy(rows, (db) => idKeyed(db, batch.size));
+    if (variants.has('noindex')) extra.noIndex = await withCopy(rows, (db) => noIndex(db, batch.size));
 
-    const scaling: Array<{ rows: number; rowsPerSec: number; batches: LatencyStats }> = [];
+    const scaling: Array<{ rows: number; rowsPerSec: number; batches: NonNullable<RunResult['batches']> }> = [];
     for (const n of scale) {
       log(`scaling: ${n} rows`);
-      const r = await withCopy(n, (db) => ours(db, batchSize, false));
+      const r = await withCopy(n, (db) => ours(db, batch, false));
       scaling.push({ rows: n, rowsPerSec: r.rowsPerSec, batches: r.batches! });
     }
 
     const result = {
-      suite: 'prune',
-      rows,
-      batchSize,
-      deleted: oursRun.deleted,
-      ours: { rowsPerSec: oursRun.rowsPerSec, ms: oursRun.ms, p50BatchMs: oursRun.batches!.p50Ms, p99BatchMs: oursRun.batches!.p99Ms, maxBatchMs: oursRun.batches!.maxMs, batches: oursRun.batches!.count, walBytes: oursRun.walBytes },
-      ceiling: { rowsPerSec: ceilingRun.rowsPerSec, ms: ceilingRun.ms, walBytes: ceilingRun.walBytes },
-      ratio: mid.ratio,
-      rounds: rounds.map((r) => ({ oursRowsPerSec: r.ours.rowsPerSec, ceilingRowsPerSec: r.ceiling.rowsPerSec, ratio: r.ratio, p99BatchMs: r.ours.batches!.p99Ms, writerIdleP99Ms: r.idle.p99Ms, writerOursP99Ms: r.ours.writer!.p99Ms, writerCeilingP99Ms: r.ceiling.writer!.p99Ms })),
-      writer: { idleP99Ms: idle.p99Ms, oursP99Ms: oursRun.writer!.p99Ms, ceilingP99Ms: ceilingRun.writer!.p99Ms, idle, ours: oursRun.writer, ceiling: ceilingRun.writer },
+      ...record.finish(await machineInfo()),
+      rowsTable: rows,
+      batch: batch.adaptive ? { adaptive: true, first: batch.size, min: batch.size, max: batch.adaptive.maxBatchSize, targetMs: batch.adaptive.targetBatchMs } : { adaptive: false, size: batch.size },
+      deleted: rounds[0]!.ours.run.deleted,
+      ratio: ratios.median,
+      ratioSpread: ratios,
+      ours: { rowsPerSec: spread(perRound.map((r) => r.oursRowsPerSec)), batchP50Ms: spread(perRound.map((r) => r.batchP50Ms)), batchP99Ms: spread(perRound.map((r) => r.batchP99Ms)), batchMeanRows: spread(perRound.map((r) => r.batchMeanRows)) },
+      ceiling: { rowsPerSec: spread(perRound.map((r) => r.ceilingRowsPerSec)) },
+      writer: {
+        idleP99Ms: spread(perRound.map((r) => r.writerIdleP99Ms)),
+        oursP99Ms: spread(perRound.map((r) => r.writerOursP99Ms)),
+        ceilingP99Ms: spread(perRound.map((r) => r.writerCeilingP99Ms)),
+        oursP99VsIdle: spread(perRound.map((r) => r.writerP99VsIdle)),
+      },
+      perRound,
+      targets: { ratio: 0.8, writerP99VsIdle: 2, flat: 'per-row batch cost at the largest --scale within 0.8–1.25 of the smallest' },
       ...(Object.keys(extra).length ? { variants: Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, { rowsPerSec: v.rowsPerSec, deleted: v.deleted, batches: v.batches, walBytes: v.walBytes }])) } : {}),
-      // Per-batch cost at the largest size over the smallest: p50 (robust to a noisy machine) and mean.
-      ...(scaling.length ? { scaling, flat: ratio(scaling.at(-1)!.batches.p50Ms, scaling[0]!.batches.p50Ms), flatMean: ratio(scaling.at(-1)!.batches.meanMs, scaling[0]!.batches.meanMs) } : {}),
+      // Cost at the largest size over the smallest: per 1,000 rows (batches adapt their size,
+      // so per-row is the comparable figure) and per batch (p50).
+      ...(scaling.length > 1
+        ? { scaling, flat: ratio(scaling.at(-1)!.batches.msPer1000Rows, scaling[0]!.batches.msPer1000Rows), flatBatchP50: ratio(scaling.at(-1)!.batches.p50Ms, scaling[0]!.batches.p50Ms) }
+        : scaling.length ? { scaling } : {}),
     };
 
+    const s = (x: { median: number; q1: number; q3: number }) => `${x.median} [${x.q1}–${x.q3}]`;
     printTable(
       ctx.stdout,
-      ['run', 'rows/s', 'batch p50 ms', 'batch p99 ms', 'batch max ms', 'writer p50 ms', 'writer p99 ms', 'writer max ms', 'WAL MB'],
+      ['figure (median [IQR] over rounds)', 'value'],
       [
-        ['writer idle', '', '', '', '', idle.p50Ms, idle.p99Ms, idle.maxMs, ''],
-        ['ours (ctid batches)', oursRun.rowsPerSec, oursRun.batches!.p50Ms, oursRun.batches!.p99Ms, oursRun.batches!.maxMs, oursRun.writer!.p50Ms, oursRun.writer!.p99Ms, oursRun.writer!.maxMs, mb(oursRun.walBytes)],
-        ['ceiling (one DELETE)', ceilingRun.rowsPerSec, '', '', '', ceilingRun.writer!.p50Ms, ceilingRun.writer!.p99Ms, ceilingRun.writer!.maxMs, mb(ceilingRun.walBytes)],
-        ...Object.entries(extra).map(([k, v]) => [k, v.rowsPerSec, v.batches?.p50Ms ?? '', v.batches?.p99Ms ?? '', v.batches?.maxMs ?? '', '', '', '', mb(v.walBytes)]),
-        ...scaling.map((s) => [`ours at ${s.rows} rows`, s.rowsPerSec, s.batches.p50Ms, s.batches.p99Ms, s.batches.maxMs, '', '', '', '']),
+        ['ours rows/s', s(result.ours.rowsPerSec)],
+        ['one DELETE rows/s', s(result.ceiling.rowsPerSec)],
+        ['ratio ours/DELETE', s(ratios)],
+        ['ours batch p50 / p99 ms', `${s(result.ours.batchP50Ms)} / ${s(result.ours.batchP99Ms)}`],
+        ['ours rows per batch', s(result.ours.batchMeanRows)],
+        ['writer p99 ms: idle / ours / DELETE', `${s(result.writer.idleP99Ms)} / ${s(result.writer.oursP99Ms)} / ${s(result.writer.ceilingP99Ms)}`],
+        ['writer p99 ours vs idle', s(result.writer.oursP99VsIdle)],
+        ...Object.entries(extra).map(([k, v]) => [`variant ${k} rows/s`, String(v.rowsPerSec)]),
+        ...scaling.map((x) => [`ours alone at ${x.rows} rows: rows/s, ms per 1,000 rows, batch p50 ms`, `${x.rowsPerSec}, ${x.batches.msPer1000Rows}, ${x.batches.p50Ms}`]),
       ],
     );
-    writeLine(ctx.stdout, `\nratio ours/ceiling: ${result.ratio} (target >= 0.6, goal 0.8); writer p99 ${result.writer.oursP99Ms} ms during ours vs ${result.writer.idleP99Ms} ms idle`);
-    if (result.flat !== undefined) writeLine(ctx.stdout, `batch cost at ${scale.at(-1)} rows / at ${scale[0]} rows: p50 ${result.flat}, mean ${result.flatMean} (flat = 1)`);
+    writeLine(ctx.stdout, `\nratio ours/ceiling: ${ratios.median} (IQR ${ratios.q1}–${ratios.q3}, target >= 0.8); writer p99 ${result.writer.oursP99VsIdle.median}x idle (target <= 2)`);
+    if ('flat' in result) writeLine(ctx.stdout, `per-row cost at ${scale.at(-1)} rows / at ${scale[0]} rows: ${result.flat} (batch p50 ${result.flatBatchP50}; flat = 1)`);
+    writeLine(ctx.stdout, `load average before ${result.load.before.join(' ')}, after ${result.load.after.join(' ')}; ${result.wallSeconds} s`);
+    for (const w of result.warnings) writeLine(ctx.stderr, `[bench prune] WARNING: ${w}`);
     writeLine(ctx.stdout, `wrote ${await writeResult(ctx.root, 'prune', result)}`);
   },
 };
-
-const mb = (bytes: number) => Math.round(bytes / 1e5) / 10;

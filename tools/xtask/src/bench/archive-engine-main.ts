@@ -1,0 +1,33 @@
+// The archive benchmark's engine process: one archive cycle of `audit_log`, in a process of
+// its own so its peak RSS is the archiver's alone (not the benchmark's, nor the S3 server's).
+// Argument: a JSON object (database URL, store settings, batch, gzip level, key prefix). Prints
+// one JSON line: rows, bytes, objects, ms, peak and starting RSS (MB), and every batch's profile.
+import { createArchiveEngine, defineArchiveSpec, fixpoints, type BatchProfile } from '@craig/retention';
+import { createObjectStore } from '@craig/store';
+import { Registry } from 'prom-client';
+
+interface Args {
+  readonly url: string;
+  readonly store: { endpoint: string; region: string; bucket: string; accessKeyId: string; secretAccessKey: string };
+  readonly batchSize?: number;
+  readonly level: number;
+  readonly prefix: string;
+}
+
+const args = JSON.parse(process.argv[2] ?? '{}') as Args;
+const store = createObjectStore({ backend: 's3', ...args.store, forcePathStyle: true });
+const spec = defineArchiveSpec({ table: 'audit_log', keyColumn: 'id', timestampColumn: 'occurred_at', fixpoint: fixpoints.insertOnly(), ...(args.batchSize ? { batchSize: args.batchSize } : {}) });
+const profiles: BatchProfile[] = [];
+const engine = createArchiveEngine({ service: 'security', databaseUrl: args.url, store, specs: [spec], hotWindowDays: 90, prefix: args.prefix, registry: new Registry(), gzipLevel: args.level, onBatchProfile: (p) => void profiles.push(p) });
+global.gc?.();
+const startRss = process.memoryUsage.rss();
+let peak = startRss;
+const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 20);
+const started = performance.now();
+const report = await engine.runCycle();
+const ms = performance.now() - started;
+clearInterval(sampler);
+peak = Math.max(peak, process.memoryUsage.rss(), process.resourceUsage().maxRSS * 1024);
+store.close();
+const table = report.tables[0]!;
+process.stdout.write(`${JSON.stringify({ outcome: table.outcome, error: table.error, rows: table.rows, bytes: table.bytes, objects: table.batches, ms, peakRssMb: Math.round(peak / 1e6), baselineRssMb: Math.round(startRss / 1e6), profiles })}\n`);

@@ -1,0 +1,210 @@
+// `pnpm xtask bench peers`: our transport prune beside how others clean an outbox, on copies of
+// the same 1 M-row outbox (90 % aged published, 5 % aged pending, 5 % fresh), in rotating rounds,
+// each with a single-row writer inserting into the table being cleaned:
+//   - ours: pruneTransportTables (published-only, ctid batches, adaptive size);
+//   - the `id IN (SELECT … LIMIT n)` loop that NServiceBus/CAP-style cleaners run
+//     (DELETE … WHERE id IN (SELECT id … WHERE <expired> LIMIT @batch) until a short batch);
+//   - pg-transactional-outbox 0.5.7 (npm), `runMessageCleanupOnce` on its own `outbox` table
+//     (created by its DatabaseSetup, holding the same rows), with processed messages expiring
+//     at our 30-day window and its defaults for the rest (abandoned 14 d, every message 60 d).
+// For each: rows/s, the writer's p99 (and its idle p99 on the same copy), and pending rows lost.
+import { createClient } from '@craig/db';
+import { pruneTransportTables } from '@craig/mq';
+import type { TestDatabase } from '@craig/testkit';
+import pg from 'pg';
+import { runMessageCleanupOnce } from 'pg-transactional-outbox';
+import { UsageError, writeLine } from '../command.ts';
+import { outboxCopy, warm } from './fixtures.ts';
+import { LatencyProbe, printTable, rate, ratio, writeResult, type LatencyStats } from './measure.ts';
+import { machineInfo, roundsOption, rotate, runRecord, spread, type Spread } from './rounds.ts';
+import type { BenchSuite } from './suite.ts';
+
+const WINDOW_DAYS = 30;
+const DAY = 86_400;
+/** pg-transactional-outbox's own defaults (its ListenerSettings) for abandoned and for every message. */
+const PEER_ABANDONED_SECONDS = 14 * DAY;
+const PEER_ALL_SECONDS = 60 * DAY;
+
+type Contender = 'ours' | 'idInLoop' | 'pgTransactionalOutbox';
+const LABELS: Record<Contender, string> = {
+  ours: 'ours: pruneTransportTables (ctid batches, adaptive)',
+  idInLoop: 'id IN (SELECT … LIMIT n) loop (NServiceBus/CAP style)',
+  pgTransactionalOutbox: 'pg-transactional-outbox 0.5.7 runMessageCleanupOnce',
+};
+
+interface Run {
+  readonly deleted: number;
+  readonly ms: number;
+  readonly rowsPerSec: number;
+  /** Rows still pending (never published) before the run that are gone after it. */
+  readonly pendingLost: number;
+  readonly writer: LatencyStats;
+  readonly writerIdle: LatencyStats;
+}
+
+/** The table each contender cleans, and how its writer inserts a fresh pending row there. */
+function tableOf(c: Contender): 'event_outbox' | 'outbox' {
+  return c === 'pgTransactionalOutbox' ? 'outbox' : 'event_outbox';
+}
+
+async function pendingCount(db: TestDatabase, table: 'event_outbox' | 'outbox', before: Date): Promise<number> {
+  const [row] =
+    table === 'event_outbox'
+      ? await db.sql<{ n: number }[]>`select count(*)::int as n from event_outbox where published_at is null and created_at < ${before}`
+      : await db.sql<{ n: number }[]>`select count(*)::int as n from outbox where processed_at is null and created_at < ${before}`;
+  return row!.n;
+}
+
+function writer(url: string, table: 'event_outbox' | 'outbox') {
+  const sql = createClient(url, { service: 'bench-writer', max: 1 });
+  const op =
+    table === 'event_outbox'
+      ? () => sql`insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload) values (gen_random_uuid(), 'case', 'w', 'case.opened', '{"w":1}')`
+      : () => sql`insert into outbox (id, aggregate_type, aggregate_id, message_type, payload) values (gen_random_uuid(), 'case', 'w', 'case.opened', '{"w":1}')`;
+  const probe = new LatencyProbe(op, { pauseMs: 5 });
+  return {
+    start: () => probe.start(),
+    stop: async () => {
+      const stats = await probe.stop();
+      await sql.end();
+      return stats;
+    },
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function runOne(rows: number, c: Contender, batch: number, idleSeconds: number): Promise<Run> {
+  const db = await outboxCopy(rows, { peer: true });
+  try {
+    const table = tableOf(c);
+    await warm(db.sql, table);
+    const cutoff = new Date();
+    const pendingBefore = await pendingCount(db, table, cutoff);
+    const idleProbe = writer(db.url, table);
+    idleProbe.start();
+    await sleep(idleSeconds * 1000);
+    const writerIdle = await idleProbe.stop();
+    const probe = writer(db.url, table);
+    probe.start();
+    const started = performance.now();
+    const deleted = await clean(db, c, batch);
+    const ms = performance.now() - started;
+    const w = await probe.stop();
+    const pendingLost = pendingBefore - (await pendingCount(db, table, cutoff));
+    return { deleted, ms: Math.round(ms), rowsPerSec: rate(deleted, ms), pendingLost, writer: w, writerIdle };
+  } finally {
+    await db.drop();
+  }
+}
+
+async function clean(db: TestDatabase, c: Contender, batch: number): Promise<number> {
+  if (c === 'ours') {
+    const r = await pruneTransportTables({ databaseUrl: db.url, service: 'bench', retention: { outboxDays: WINDOW_DAYS, inboxDays: WINDOW_DAYS + 1 }, cap: Number.MAX_SAFE_INTEGER });
+    return r.outboxDeleted;
+  }
+  if (c === 'idInLoop') {
+    // What CAP's and NServiceBus's cleaners send, batch after batch: no ORDER BY, no re-check,
+    // the batch size a parameter (so the driver's prepared generic plan is what runs).
+    const sql = createClient(db.url, { service: 'bench-id-in-loop', max: 1, statementTimeoutMs: 0 });
+    let total = 0;
+    try {
+      for (;;) {
+        const r = await sql`
+          delete from event_outbox where id in (
+            select id from event_outbox
+            where published_at is not null and created_at < now() - make_interval(days => ${WINDOW_DAYS})
+            limit ${batch})`;
+        total += r.count;
+        if (r.count < batch) return total;
+      }
+    } finally {
+      await sql.end();
+    }
+  }
+  // The library's own cleanup, called through its exported API on a node-postgres pool.
+  const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+  try {
+    return await runMessageCleanupOnce(pool, {
+      settings: {
+        dbSchema: 'public',
+        dbTable: 'outbox',
+        messageCleanupProcessedInSec: WINDOW_DAYS * DAY,
+        messageCleanupAbandonedInSec: PEER_ABANDONED_SECONDS,
+        messageCleanupAllInSec: PEER_ALL_SECONDS,
+      },
+    } as Parameters<typeof runMessageCleanupOnce>[1]);
+  } finally {
+    await pool.end();
+  }
+}
+
+export const peersSuite: BenchSuite = {
+  name: 'peers',
+  summary: 'ours beside the id IN (SELECT … LIMIT n) loop and pg-transactional-outbox, on the same outbox: rows/s, writer p99, pending rows lost',
+  options: ['rows', 'batch', 'idle-seconds', 'rounds'],
+  async run(ctx, options) {
+    const rows = Number(options.get('rows') ?? 1_000_000);
+    const batch = Number(options.get('batch') ?? 5000);
+    const idleSeconds = Number(options.get('idle-seconds') ?? 2);
+    for (const [name, n] of [['rows', rows], ['batch', batch], ['idle-seconds', idleSeconds]] as const) {
+      if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer: ${n}`);
+    }
+    const roundCount = roundsOption(options);
+    const record = runRecord('peers', options, roundCount);
+    const log = (line: string) => writeLine(ctx.stderr, `[bench peers] ${line}`);
+    log(`${rows}-row outbox (template built once, then copied per run); ${roundCount} rotating rounds`);
+    const contenders = (['ours', 'idInLoop', 'pgTransactionalOutbox'] as const).map((c) => [c, () => runOne(rows, c, batch, idleSeconds)] as const);
+    const rounds = await rotate(roundCount, contenders, (round, name, r) =>
+      log(`round ${round}/${roundCount} ${name}: ${r.deleted} rows in ${r.ms} ms (${r.rowsPerSec} rows/s), writer p99 ${r.writer.p99Ms} ms (idle ${r.writerIdle.p99Ms}), pending lost ${r.pendingLost}`),
+    );
+
+    const summary = (c: Contender) => {
+      const runs = rounds.map((r) => r[c]);
+      return {
+        label: LABELS[c],
+        deleted: spread(runs.map((r) => r.deleted)),
+        rowsPerSec: spread(runs.map((r) => r.rowsPerSec)),
+        writerP99Ms: spread(runs.map((r) => r.writer.p99Ms)),
+        writerIdleP99Ms: spread(runs.map((r) => r.writerIdle.p99Ms)),
+        writerP99VsIdle: spread(runs.map((r) => ratio(r.writer.p99Ms, r.writerIdle.p99Ms))),
+        pendingLost: spread(runs.map((r) => r.pendingLost)),
+      };
+    };
+    const contendersOut = { ours: summary('ours'), idInLoop: summary('idInLoop'), pgTransactionalOutbox: summary('pgTransactionalOutbox') };
+    // Per round, ours against each peer: the comparisons the issue asks for.
+    const vs = (peer: Contender) => ({
+      throughput: spread(rounds.map((r) => ratio(r.ours.rowsPerSec, r[peer].rowsPerSec))),
+      writerP99: spread(rounds.map((r) => ratio(r.ours.writer.p99Ms, r[peer].writer.p99Ms))),
+    });
+    const result = {
+      ...record.finish(await machineInfo()),
+      rowsTable: rows,
+      batch,
+      window: { processedDays: WINDOW_DAYS, peerAbandonedDays: PEER_ABANDONED_SECONDS / DAY, peerAllDays: PEER_ALL_SECONDS / DAY },
+      contenders: contendersOut,
+      // ours / peer per round: > 1 means ours is faster; writerP99 < 1 means ours disturbs the writer less.
+      oursVs: { idInLoop: vs('idInLoop'), pgTransactionalOutbox: vs('pgTransactionalOutbox') },
+      ratio: vs('idInLoop').throughput.median,
+      perRound: rounds.map((r) => ({ round: r.round, order: r.order, ours: r.ours, idInLoop: r.idInLoop, pgTransactionalOutbox: r.pgTransactionalOutbox })),
+      notes: [
+        'pg-transactional-outbox deletes in one statement every message created more than 60 days ago (its messageCleanupAllInSec default), processed or not: the pending rows it loses.',
+        'its table is its own (public.outbox from its DatabaseSetup, with its polling indexes), holding the same rows; ours and the loop clean event_outbox.',
+      ],
+    };
+    const cell = (x: Spread) => `${x.median} [${x.q1}–${x.q3}]`;
+    printTable(
+      ctx.stdout,
+      ['contender (median [IQR] over rounds)', 'rows/s', 'writer p99 ms', 'idle p99 ms', 'p99 vs idle', 'pending rows lost'],
+      (Object.keys(contendersOut) as Contender[]).map((c) => {
+        const s = contendersOut[c];
+        return [s.label, cell(s.rowsPerSec), cell(s.writerP99Ms), cell(s.writerIdleP99Ms), cell(s.writerP99VsIdle), cell(s.pendingLost)];
+      }),
+    );
+    writeLine(ctx.stdout, `\nours / the id IN loop: throughput ${cell(result.oursVs.idInLoop.throughput)}, writer p99 ${cell(result.oursVs.idInLoop.writerP99)} (ours must be > 1 and < 1)`);
+    writeLine(ctx.stdout, `ours / pg-transactional-outbox: throughput ${cell(result.oursVs.pgTransactionalOutbox.throughput)}, writer p99 ${cell(result.oursVs.pgTransactionalOutbox.writerP99)}`);
+    writeLine(ctx.stdout, `load average before ${result.load.before.join(' ')}, after ${result.load.after.join(' ')}; ${result.wallSeconds} s`);
+    for (const w of result.warnings) writeLine(ctx.stderr, `[bench peers] WARNING: ${w}`);
+    writeLine(ctx.stdout, `wrote ${await writeResult(ctx.root, 'peers', result)}`);
+  },
+};
