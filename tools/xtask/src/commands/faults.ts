@@ -1,13 +1,13 @@
 import { join } from 'node:path';
 import { printTable } from '../bench/measure.ts';
 import { parseArgs, UsageError, writeLine, type Command } from '../command.ts';
-import { runScenarios, SCENARIOS, scenarioRow, TABLE_HEADER, writeReport } from '../faults/index.ts';
+import { runScenarios, SCENARIOS, scenarioRow, TABLE_HEADER, writeDocsTable, writeReport } from '../faults/index.ts';
 
 export const faultsCommand: Command = {
   name: 'faults',
   summary: 'the fault matrix: kill, restart and outage scenarios against real processes and servers (exit 1 on any failure)',
   get usage() {
-    return `pnpm xtask faults [--only a,b] [--fast] [--rounds N] [--out FILE] [--log-dir DIR]
+    return `pnpm xtask faults [--only a,b] [--fast] [--rounds N] [--out FILE] [--log-dir DIR] [--write-docs]
 
 Runs each scenario on databases of its own (on CRAIG__DATABASE_URL / DATABASE_URL, else the
 PostgreSQL on 127.0.0.1:5432, else an embedded cluster), with the services as real child
@@ -22,12 +22,13 @@ the services' logs to DIR/<start time>/ (default .devstack/faults).
   --only a,b    run these scenarios (names below)
   --fast        only the fast ones (each kill or restart once; what CI runs)
   --rounds N    run each scenario N times (default 1); recovery is the slowest round's
+  --write-docs  also write the table into docs/reliability.md (between its faults markers)
 
 Scenarios:
 ${SCENARIOS.map((s) => `  ${s.name.padEnd(30)} ${s.summary}${s.fast ? '' : ' (full matrix only)'}`).join('\n')}`;
   },
   async run(ctx) {
-    const { positionals, flags, options } = parseArgs(ctx.argv, { flags: ['fast'], options: ['only', 'rounds', 'out', 'log-dir'] });
+    const { positionals, flags, options } = parseArgs(ctx.argv, { flags: ['fast', 'write-docs'], options: ['only', 'rounds', 'out', 'log-dir'] });
     if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
     const roundsRaw = options.get('rounds') ?? '1';
     if (!/^[1-9][0-9]?$/.test(roundsRaw)) throw new UsageError(`--rounds ${JSON.stringify(roundsRaw)}: must be a whole number from 1 to 99`);
@@ -63,6 +64,11 @@ ${SCENARIOS.map((s) => `  ${s.name.padEnd(30)} ${s.summary}${s.fast ? '' : ' (fu
     const file = options.get('out') ?? join(ctx.root, 'bench', 'results', 'faults.json');
     await writeReport(file, reports, { rounds, startedAt, ms: Math.round(performance.now() - t0) });
     writeLine(ctx.stdout, `${reports.length - failed.length - skipped.length} passed, ${failed.length} failed, ${skipped.length} skipped; wrote ${file}`);
+    if (flags.has('write-docs')) {
+      const doc = join(ctx.root, 'docs', 'reliability.md');
+      await writeDocsTable(doc, reports, { startedAt, rounds, command: `pnpm xtask faults ${ctx.argv.join(' ')}`.trim() });
+      writeLine(ctx.stdout, `wrote the table in ${doc}`);
+    }
     return failed.length > 0 ? 1 : 0;
   },
 };

@@ -36,5 +36,5 @@ export const SCENARIOS: readonly FaultScenario[] = [
   devstackSigkill,
 ];
 
-export { runScenarios, scenarioRow, TABLE_HEADER, writeReport, type ScenarioReport } from './run.ts';
+export { runScenarios, scenarioRow, TABLE_HEADER, writeDocsTable, writeReport, type ScenarioReport } from './run.ts';
 export type { FaultScenario, ScenarioResult } from './scenario.ts';

@@ -1,7 +1,7 @@
 // Runs fault scenarios: each round on a fresh stack of its own, with a deadline, whatever its
 // cleanup throws; one table row per scenario as it finishes (progress on stderr meanwhile) and
 // the JSON report.
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
@@ -203,4 +203,29 @@ export async function writeReport(file: string, reports: readonly ScenarioReport
 
 export function writeRow(out: Writable, cells: readonly string[], widths: readonly number[]): void {
   writeLine(out, cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd());
+}
+
+const DOC_BEGIN = '<!-- faults:begin';
+const DOC_END = '<!-- faults:end -->';
+
+/** Replace the table between docs/reliability.md's faults markers with this run's rows. */
+export async function writeDocsTable(file: string, reports: readonly ScenarioReport[], meta: { readonly startedAt: string; readonly rounds: number; readonly command: string }): Promise<void> {
+  const doc = await readFile(file, 'utf8');
+  const begin = doc.indexOf(DOC_BEGIN);
+  const end = doc.indexOf(DOC_END);
+  if (begin < 0 || end < begin) throw new Error(`${file} has no faults markers (${DOC_BEGIN} … ${DOC_END})`);
+  const cell = (s: string) => s.replaceAll('|', '\\|');
+  const rows = reports.map((r) => `| ${scenarioRow(r).map(cell).join(' | ')} |`);
+  const passedCount = reports.filter((r) => r.passed).length;
+  const table = [
+    `${doc.slice(begin, doc.indexOf('\n', begin))}`,
+    '',
+    `\`${meta.command}\`, ${meta.startedAt}, ${meta.rounds} round(s) each: ${passedCount} of ${reports.length} passed, ${reports.reduce((n, r) => n + r.lost, 0)} rows or events lost, ${reports.reduce((n, r) => n + r.duplicated, 0)} side effects duplicated.`,
+    '',
+    `| ${TABLE_HEADER.join(' | ')} |`,
+    `|${TABLE_HEADER.map(() => '---').join('|')}|`,
+    ...rows,
+    '',
+  ].join('\n');
+  await writeFile(file, doc.slice(0, begin) + table + doc.slice(end));
 }
