@@ -36,3 +36,4 @@ $$;
 -- Like the step (000006): executed by the runtime role only through its grant, never by PUBLIC.
 -- The window runs as its caller; each step inside it is the SECURITY DEFINER cleanup_step.
 revoke execute on function cleanup_step_window(bigint, integer, integer, integer, integer, integer) from public;
+grant execute on function cleanup_step_window(bigint, integer, integer, integer, integer, integer) to craig_inventory_runtime;
