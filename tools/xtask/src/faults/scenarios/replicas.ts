@@ -47,7 +47,10 @@ interface Sightings {
 const WORK = [
   { kind: 'prune', app: ':prune', query: '%delete from%', key: LOCK_KEYS.transportPrune },
   { kind: 'archive', app: ':archive', query: '%delete from%', key: LOCK_KEYS.archiveLease },
-  { kind: 'cleanup', app: ':cleanup', query: '%cleanup_step%', key: LOCK_KEYS.cleanupCoordinator },
+  // A step or a window of steps; not the history sweep's `delete from cleanup_steps`, which runs
+  // on the same application name under a lock of its own (the next row).
+  { kind: 'cleanup', app: ':cleanup', query: '%select cleanup_step%', key: LOCK_KEYS.cleanupCoordinator },
+  { kind: 'cleanup history', app: ':cleanup', query: '%delete from%', key: LOCK_KEYS.cleanupHistorySweep },
 ] as const;
 
 /**
