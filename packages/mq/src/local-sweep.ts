@@ -170,10 +170,16 @@ export async function previewLocalSweep(sql: Sql, definition: LocalSweepDefiniti
 }
 
 export interface LocalSweepRunnerOptions extends Omit<LocalSweepOptions, 'signal'> {
-  /** Between the starts of two cycles; default hourly, like the transport sweep. */
+  /**
+   * The service's EVENT_PRUNE_EVERY_TICKS (1 s ticks): the sweep keeps the transport sweep's
+   * cadence, so a stack that sweeps every 20 s (the devstack) sweeps its local tables as often.
+   * Default {@link PRUNE_EVERY_TICKS} (hourly).
+   */
+  readonly everyTicks?: number;
+  /** Between the starts of two cycles (tests); default `everyTicks` seconds. */
   readonly everyMs?: number;
   /**
-   * Before the first cycle; default a deterministic phase within the hour seeded by
+   * Before the first cycle; default a deterministic phase within `everyTicks` seeded by
    * `<service>:<name>` ({@link pruneJitter}), so replicas share it (the lock picks one) and the
    * fleet's sweeps spread.
    */
@@ -208,8 +214,9 @@ export class LocalSweepRunner {
 
   /** The timer loop until `signal` aborts; the cycle in flight stops between batches. */
   async run(signal: AbortSignal): Promise<void> {
-    const every = this.options.everyMs ?? PRUNE_EVERY_TICKS * POLL_INTERVAL_MS;
-    const first = this.options.initialDelayMs ?? pruneJitter(`${this.definition.service}:${this.definition.name}`, PRUNE_EVERY_TICKS) * POLL_INTERVAL_MS;
+    const ticks = this.options.everyTicks ?? PRUNE_EVERY_TICKS;
+    const every = this.options.everyMs ?? ticks * POLL_INTERVAL_MS;
+    const first = this.options.initialDelayMs ?? pruneJitter(`${this.definition.service}:${this.definition.name}`, ticks) * POLL_INTERVAL_MS;
     this.logger.info({ windowDays: this.options.windowDays, everyMs: every, firstInMs: first }, 'local sweep started');
     await runEvery(
       signal,
@@ -223,7 +230,7 @@ export class LocalSweepRunner {
   private async cycle(trigger: 'timer' | 'admin', signal: AbortSignal | undefined): Promise<LocalSweepResult> {
     const sweep = this.definition.name;
     try {
-      const { everyMs: _every, initialDelayMs: _initial, ...options } = this.options;
+      const { everyTicks: _ticks, everyMs: _every, initialDelayMs: _initial, ...options } = this.options;
       const result = await runLocalSweep(this.definition, { ...options, logger: this.logger, ...(signal ? { signal } : {}) });
       this.cycles?.inc({ sweep, status: result.status, trigger });
       return result;

@@ -71,6 +71,8 @@ export function createService(deps: ExchangeDeps): ExchangeService {
     retentionDays: deps.sendJobs.retentionDays,
     registry: deps.registry,
     logger,
+    // The transport sweep's cadence (EVENT_PRUNE_EVERY_TICKS), unless a test sets its own timer.
+    ...(deps.pruneEveryTicks === undefined ? {} : { everyTicks: deps.pruneEveryTicks }),
     ...(deps.sendJobs.everyMs === undefined ? {} : { everyMs: deps.sendJobs.everyMs }),
     ...(deps.sendJobs.initialDelayMs === undefined ? {} : { initialDelayMs: deps.sendJobs.initialDelayMs }),
     ...(deps.sendJobs.batchSize === undefined ? {} : { batchSize: deps.sendJobs.batchSize }),

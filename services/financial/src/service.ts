@@ -41,6 +41,8 @@ export function createService(deps: FinancialDeps): FinancialService {
     logger,
     ...(deps.sweep.batchSize === undefined ? {} : { batchSize: deps.sweep.batchSize }),
     ...(deps.sweep.cap === undefined ? {} : { cap: deps.sweep.cap }),
+    // The transport sweep's cadence (EVENT_PRUNE_EVERY_TICKS), unless a test sets its own timer.
+    ...(deps.pruneEveryTicks === undefined ? {} : { everyTicks: deps.pruneEveryTicks }),
     ...(deps.sweep.everyMs === undefined ? {} : { everyMs: deps.sweep.everyMs }),
     ...(deps.sweep.initialDelayMs === undefined ? {} : { initialDelayMs: deps.sweep.initialDelayMs }),
   });

@@ -32,6 +32,24 @@ describe('SweepRunner', () => {
     expect(await metricValue(registry, 'event_rows_pruned_total', { table: 'subsidy_reconcile_queue' })).toBe(12);
   });
 
+  it("keeps the transport sweep's cadence (EVENT_PRUNE_EVERY_TICKS) when given its ticks", async () => {
+    await seedQueue(db.sql, { status: 'settled', count: 3, ageDays: 200 });
+    const registry = new Registry();
+    // Two 1 s ticks: the first cycle within 2 s (a phase in [0, 2)), the next 2 s later; the
+    // hourly default would run none in this test.
+    const runner = new SweepRunner({ databaseUrl: db.url, service: 'financial', retentionDays: 90, registry, everyTicks: 2 });
+    const controller = new AbortController();
+    const started = performance.now();
+    const stopped = runner.run(controller.signal);
+    const cycles = () => metricValue(registry, 'local_sweep_cycles_total', { sweep: 'subsidy_reconcile_queue', status: 'pruned', trigger: 'timer' });
+    await eventually(async () => expect(await cycles()).toBeGreaterThanOrEqual(2), { timeoutMs: 8_000 });
+    const elapsed = performance.now() - started;
+    controller.abort();
+    await stopped;
+    expect(elapsed).toBeGreaterThanOrEqual(1_900);
+    expect((await db.sql`select count(*)::int as n from subsidy_reconcile_queue where status = 'settled'`)[0]!.n).toBe(0);
+  });
+
   it('runNow throws sweep_lock_held while another session holds the lock', async () => {
     const runner = new SweepRunner({ databaseUrl: db.url, service: 'financial', retentionDays: 90, registry: new Registry() });
     await withDedicatedSession(

@@ -40,7 +40,7 @@ export function commonDefs(httpPort: number): SettingDef[] {
       schema: v.wholeNumber(1, 604800, 'ticks'),
       default: '3600',
       description:
-        'Outbox-worker ticks (1 s each) between transport prune cycles, from a per-service jitter. Production keeps the hourly default (3600); the devstack sets 20 so sweeps show within a minute.',
+        'Outbox-worker ticks (1 s each) between transport prune cycles, from a per-service jitter; the service-local sweeps (exchange send jobs, financial reconcile queue) keep the same cadence. Production keeps the hourly default (3600); the devstack sets 20 so sweeps show within a minute.',
     }),
     def({ key: 'INBOX_MAX_RETRIES', path: 'inbox.maxRetries', schema: v.wholeNumber(0, 100, 'retries'), default: '5', description: 'Handler retries before a message is dead-lettered.' }),
     def({

@@ -117,6 +117,10 @@ describe('xtask devstack', () => {
     expect(pruned, out).not.toBeNull();
     expect(Number(pruned![2]!.replaceAll(',', ''))).toBeGreaterThanOrEqual(3000);
     expect(Number(pruned![3]!.replaceAll(',', ''))).toBe(1500);
+    // The service-local sweeps keep the transport sweep's 20 s cadence (not an hour): their aged
+    // terminal rows went too.
+    expect(out).toMatch(/exchange: pruned [\d,]+ rows \(.*exchange_send_jobs [1-9][\d,]*/);
+    expect(out).toMatch(/financial: pruned [\d,]+ rows \(.*subsidy_reconcile_queue [1-9][\d,]*/);
     expect(out).toMatch(/inventory: cleanup jobs [1-9][\d,]* prune-library completed/);
     expect(out).toContain('result: ok');
     // Stopped: nothing listens on its port any more.
