@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createClient, migrationTemplate } from '@craig/db';
-import { BUS_MIGRATIONS, createPostgresBusTransport, createRabbitMqTransport, encodeEnvelope, OutboxWorker, type Transport } from '@craig/mq';
+import { BUS_MIGRATIONS, createPostgresBusTransport, createRabbitMqTransport, encodeEnvelope, OutboxWorker, retentionHeaders, type Transport } from '@craig/mq';
 import { rabbitmq, testDatabase, type TestDatabase } from '@craig/testkit';
 import { connect, type ConfirmChannel } from 'amqplib';
 import { Registry } from 'prom-client';
@@ -17,6 +17,12 @@ interface Message {
   body: string;
 }
 
+/** The drain's windows; every message it publishes carries them as headers (the dedup-horizon check, ADR-057). */
+const RETENTION = { outboxDays: 30, inboxDays: 31 } as const;
+/** The headers our drain puts on every message: the bare baselines send the same ones, so both put the same bytes on the wire. */
+const HEADERS = retentionHeaders(RETENTION);
+const HEADERS_JSON = JSON.stringify(HEADERS);
+
 /** The exact messages our drain publishes, encoded once, for the bare baselines. */
 async function messagesOf(db: TestDatabase): Promise<Message[]> {
   const rows = await db.sql<{ event_id: string; aggregate_type: string; aggregate_id: string; event_type: string; payload: string; headers: string; created_at: Date }[]>`
@@ -31,7 +37,7 @@ async function messagesOf(db: TestDatabase): Promise<Message[]> {
 /** Our drain: OutboxWorker.drainOnce until nothing is pending. */
 async function drainAll(db: TestDatabase, transport: Transport, batchSize: number, lanes: number): Promise<{ ms: number; published: number }> {
   const sql = createClient(db.url, { service: 'bench-drain', max: lanes + 1 });
-  const worker = new OutboxWorker({ service: 'bench', sql, databaseUrl: db.url, transport, retention: { outboxDays: 30, inboxDays: 31 }, maxAttempts: 10, registry: new Registry(), batchSize, drainLanes: lanes });
+  const worker = new OutboxWorker({ service: 'bench', sql, databaseUrl: db.url, transport, retention: RETENTION, maxAttempts: 10, registry: new Registry(), batchSize, drainLanes: lanes });
   const started = performance.now();
   try {
     const r = await worker.drain();
@@ -42,12 +48,16 @@ async function drainAll(db: TestDatabase, transport: Transport, batchSize: numbe
   }
 }
 
-/** The RabbitMQ ceiling: a bare confirm channel, everything published (respecting backpressure), then one waitForConfirms. */
-async function bareConfirmLoop(channel: ConfirmChannel, exchange: string, messages: readonly Message[], window: number): Promise<number> {
+/**
+ * The RabbitMQ ceiling: a bare confirm channel, everything published (respecting backpressure),
+ * then one waitForConfirms. With `headers`, each message carries the drain's headers, so the
+ * broker stores the very messages our drain sends; without, the figure shows what they cost.
+ */
+async function bareConfirmLoop(channel: ConfirmChannel, exchange: string, messages: readonly Message[], window: number, headers: boolean): Promise<number> {
   const started = performance.now();
   let inWindow = 0;
   for (const m of messages) {
-    const more = channel.publish(exchange, m.routingKey, Buffer.from(m.body), { persistent: true, messageId: m.eventId, contentType: 'application/json' });
+    const more = channel.publish(exchange, m.routingKey, Buffer.from(m.body), { persistent: true, messageId: m.eventId, contentType: 'application/json', ...(headers ? { headers: HEADERS } : {}) });
     if (!more) await once(channel, 'drain');
     if (++inWindow === window) {
       await channel.waitForConfirms();
@@ -64,6 +74,8 @@ interface Round {
   readonly oursEventsPerSec: number;
   readonly ceilingEventsPerSec: number;
   readonly ratio: number;
+  /** RabbitMQ only: the bare loop without the headers, measured after both contenders (not part of the ratio). */
+  readonly bareNoHeadersEventsPerSec?: number;
 }
 
 /** Median [IQR] figures over rounds. */
@@ -108,9 +120,9 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
       const db = await outboxCopy(events, { pending: 'all' });
       try {
         const messages = await messagesOf(db);
-        const bare = async () => {
+        const bare = async (headers = true) => {
           const confirm = await conn.createConfirmChannel();
-          const ms = await bareConfirmLoop(confirm, exchange, messages, Number.POSITIVE_INFINITY);
+          const ms = await bareConfirmLoop(confirm, exchange, messages, Number.POSITIVE_INFINITY, headers);
           await confirm.close();
           await admin.purgeQueue(sink);
           return ms;
@@ -124,8 +136,9 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
           await admin.purgeQueue(sink);
           return r.ms;
         };
-        const r = await round(n, bare, drain, events);
-        log(`rabbitmq round ${n}/${rounds} (${r.first} first): ours ${r.oursEventsPerSec}/s, bare confirm loop ${r.ceilingEventsPerSec}/s, ratio ${r.ratio}`);
+        const measured = await round(n, bare, drain, events);
+        const r = { ...measured, bareNoHeadersEventsPerSec: rate(events, await bare(false)) };
+        log(`rabbitmq round ${n}/${rounds} (${r.first} first): ours ${r.oursEventsPerSec}/s, bare confirm loop ${r.ceilingEventsPerSec}/s, ratio ${r.ratio} (bare loop without headers ${r.bareNoHeadersEventsPerSec}/s)`);
         results.push(r);
       } finally {
         await db.drop();
@@ -134,7 +147,8 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
     const m = summarize(results);
     return {
       ours: { eventsPerSec: m.ours, batchSize, lanes },
-      ceiling: { eventsPerSec: m.ceiling, method: 'bare amqplib confirm channel: publish all (respecting backpressure), one waitForConfirms' },
+      ceiling: { eventsPerSec: m.ceiling, method: 'bare amqplib confirm channel: the same messages with the same headers, publish all (respecting backpressure), one waitForConfirms' },
+      bareWithoutHeaders: { eventsPerSec: spread(results.map((r) => r.bareNoHeadersEventsPerSec ?? 0)), note: 'the bare loop without the retention headers our drain adds; not part of the ratio' },
       ratio: m.ratio.median,
       ratioSpread: m.ratio,
       perRound: results,
@@ -165,19 +179,20 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
           const sql = createClient(bus.url, { service: 'bench-insert', max: 1 });
           const started = performance.now();
           for (let i = 0; i < messages.length; i += batchSize) {
-            const rows = messages.slice(i, i + batchSize).map((m) => ({ consumer: 'sink', event_id: m.eventId, routing_key: m.routingKey, body: m.body }));
-            await sql`insert into bus_deliveries ${sql(rows, 'consumer', 'event_id', 'routing_key', 'body')}`;
+            // The very rows our publish writes: the drain's headers included.
+            const rows = messages.slice(i, i + batchSize).map((m) => ({ consumer: 'sink', event_id: m.eventId, routing_key: m.routingKey, body: m.body, headers: HEADERS_JSON }));
+            await sql`insert into bus_deliveries ${sql(rows, 'consumer', 'event_id', 'routing_key', 'body', 'headers')}`;
           }
           const ms = performance.now() - started;
           await sql.end();
-          await bus.sql`truncate bus_deliveries`;
+          await bus.sql`truncate bus_delivery_counts, bus_deliveries`;
           return ms;
         };
         const drain = async () => {
           const r = await drainAll(db, transport, batchSize, lanes);
           const [{ n } = { n: 0 }] = await bus.sql<{ n: number }[]>`select count(*)::int as n from bus_deliveries`;
           if (n !== events) throw new Error(`bus holds ${n} deliveries, expected ${events}`);
-          await bus.sql`truncate bus_deliveries`;
+          await bus.sql`truncate bus_delivery_counts, bus_deliveries`;
           return r.ms;
         };
         const r = await round(n, bare, drain, events);
@@ -190,7 +205,7 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
     const m = summarize(results);
     return {
       ours: { eventsPerSec: m.ours, batchSize, lanes },
-      ceiling: { eventsPerSec: m.ceiling, method: `bare multi-row INSERT of ${batchSize} rows per statement into bus_deliveries` },
+      ceiling: { eventsPerSec: m.ceiling, method: `bare multi-row INSERT of ${batchSize} rows per statement into bus_deliveries (the same rows, headers included)` },
       ratio: m.ratio.median,
       ratioSpread: m.ratio,
       perRound: results,
@@ -231,7 +246,7 @@ export const drainSuite: BenchSuite = {
       ctx.stdout,
       ['run (median [IQR] over rounds)', 'events/s', 'ratio'],
       [
-        ...(r ? [['rabbitmq: our drain', cell(r.ours.eventsPerSec), cell(r.ratioSpread)], ['rabbitmq: bare confirm-channel loop', cell(r.ceiling.eventsPerSec), '']] : []),
+        ...(r ? [['rabbitmq: our drain', cell(r.ours.eventsPerSec), cell(r.ratioSpread)], ['rabbitmq: bare confirm-channel loop', cell(r.ceiling.eventsPerSec), ''], ['rabbitmq: the same, without the headers', cell(r.bareWithoutHeaders.eventsPerSec), '']] : []),
         ...(p ? [['postgres bus: our drain', cell(p.ours.eventsPerSec), cell(p.ratioSpread)], ['postgres bus: bare multi-row INSERT', cell(p.ceiling.eventsPerSec), '']] : []),
       ],
     );

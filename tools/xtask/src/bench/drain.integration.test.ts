@@ -1,0 +1,42 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runXtask } from '../run.ts';
+import { capture } from '../test-io.ts';
+
+describe('pnpm xtask bench drain (small)', () => {
+  let root: string;
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'craig-bench-'));
+  });
+  afterAll(() => rm(root, { recursive: true, force: true }));
+
+  it('drains to both transports beside their bare ceilings in alternating rounds (the bus cleared between contenders) and writes the result', async () => {
+    const out = capture();
+    const err = capture();
+    // Two rounds: the second one runs on a bus the first filled and cleared (delivery counts reference deliveries).
+    expect(await runXtask(['bench', 'drain', '--events', '3000', '--batch', '500', '--rounds', '2'], { root, stdout: out, stderr: err })).toBe(0);
+    const result = JSON.parse(await readFile(join(root, 'bench/results/drain.json'), 'utf8'));
+    expect(result).toMatchObject({ suite: 'drain', rounds: 2, events: 3000, targets: { rabbitmq: 0.85, postgresBus: 0.8 } });
+    for (const t of [result.rabbitmq, result.postgresBus]) {
+      expect(t.perRound.map((r: { first: string }) => r.first)).toEqual(['ours', 'baseline']);
+      expect(t.ratioSpread).toMatchObject({ n: 2, median: t.ratio });
+      expect(t.ratio).toBeGreaterThan(0);
+      expect(t.ours).toMatchObject({ batchSize: 500, lanes: 2 });
+    }
+    expect(result.ratio).toBe(result.rabbitmq.ratio);
+    expect(result.rabbitmq.ceiling.method).toContain('same headers');
+    expect(result.rabbitmq.bareWithoutHeaders.eventsPerSec.n).toBe(2);
+    expect(result.rabbitmq.perRound.every((r: { bareNoHeadersEventsPerSec: number }) => r.bareNoHeadersEventsPerSec > 0)).toBe(true);
+    expect(result.rabbitmq.brokerVersion).toMatch(/^\d+\./);
+    expect(result.load.before).toHaveLength(3);
+    expect(out.text()).toContain('postgres bus: bare multi-row INSERT');
+  });
+
+  it('refuses a transport it does not know, naming it', async () => {
+    const err = capture();
+    expect(await runXtask(['bench', 'drain', '--transport', 'kafka'], { root, stdout: capture(), stderr: err })).toBe(2);
+    expect(err.text()).toContain('--transport');
+  });
+});
