@@ -28,6 +28,7 @@ describe('pnpm xtask bench drain (small)', () => {
     expect(result.ratio).toBe(result.rabbitmq.ratio);
     expect(result.rabbitmq.ceiling.method).toContain('same headers');
     expect(result.rabbitmq.bareWithoutHeaders.eventsPerSec.n).toBe(2);
+    expect(result.postgresBus.bareWithoutHeaders.eventsPerSec.n).toBe(2);
     expect(result.rabbitmq.perRound.every((r: { bareNoHeadersEventsPerSec: number }) => r.bareNoHeadersEventsPerSec > 0)).toBe(true);
     expect(result.rabbitmq.brokerVersion).toMatch(/^\d+\./);
     expect(result.load.before).toHaveLength(3);
