@@ -118,6 +118,45 @@ describe('pruneTable', () => {
     }
   });
 
+  it('a range batch also keeps a row a concurrent writer made ineligible while its delete waited, and goes on past it', async () => {
+    await seed(300, { ageDays: 40, published: true });
+    // The 50th oldest: inside the first batch's range [start, 101st key).
+    const [victim] = await db.sql<{ id: string }[]>`select id::text from events order by created_at offset 49 limit 1`;
+    const writer = postgres(db.url, { max: 1, onnotice: () => {} });
+    const pruner = createClient(db.url, { service: 'test', max: 1 });
+    try {
+      let prune: Promise<unknown> | undefined;
+      await writer.begin(async (tx) => {
+        await tx`update events set published_at = null where id = ${victim!.id}`;
+        prune = pruneTable(pruner, aged, { batchSize: 100 });
+        await eventually(async () => {
+          const waiting = await db.sql<{ query: string }[]>`select query from pg_stat_activity where wait_event_type = 'Lock' and query like '%delete from%'`;
+          expect(waiting).toHaveLength(1);
+          // The range statement (by key bounds), not the ctid one.
+          expect(waiting[0]!.query).not.toContain('ctid');
+        });
+      });
+      expect(await prune).toMatchObject({ deleted: 299, capped: false, aborted: false });
+      const rows = await db.sql<{ id: string; published_at: Date | null }[]>`select id::text, published_at from events`;
+      expect(rows).toEqual([{ id: victim!.id, published_at: null }]);
+    } finally {
+      await Promise.all([writer.end(), pruner.end()]);
+    }
+  });
+
+  it('more rows tied on one key than a batch holds: each batch stays within its limit and every eligible row goes', async () => {
+    // 250 rows on one created_at, then 120 later ones, then 10 pending on the tie.
+    await db.sql`insert into events (created_at, published_at) select now() - interval '40 days', now() - interval '39 days' from generate_series(1, 250)`;
+    await seed(120, { ageDays: 35, published: true });
+    await db.sql`insert into events (created_at, published_at) select now() - interval '40 days', null from generate_series(1, 10)`;
+    const batches: Array<{ deleted: number; limit: number }> = [];
+    const result = await pruneTable(db.sql, aged, { batchSize: 100, onBatch: (b) => void batches.push({ deleted: b.deleted, limit: b.limit }) });
+    expect(result).toMatchObject({ deleted: 370, capped: false, aborted: false });
+    expect(batches.every((b) => b.deleted > 0 && b.deleted <= b.limit)).toBe(true);
+    expect(batches.reduce((n, b) => n + b.deleted, 0)).toBe(370);
+    expect(await count()).toBe(10);
+  });
+
   it('adaptive batches grow while they are fast, never past the maximum or the cap, and the count stays exact', async () => {
     await seed(3000, { ageDays: 40, published: true });
     await seed(50, { ageDays: 40, published: false });

@@ -9,7 +9,7 @@ export const PRUNE_BATCH = 5_000;
  * within it (and shrink back when one takes longer), so the per-statement overhead (round trip,
  * plan, commit) is amortized over as many rows as the target allows.
  */
-export const PRUNE_TARGET_BATCH_MS = 50;
+export const PRUNE_TARGET_BATCH_MS = 25;
 /** Most rows an adaptive batch grows to. */
 export const PRUNE_MAX_BATCH = 50_000;
 /**
@@ -84,19 +84,24 @@ export interface PruneTableResult {
 }
 
 /**
- * Delete a target's eligible rows in batches, oldest `orderBy` first, each batch one statement
- * in autocommit, each starting where the previous one stopped (so per-batch cost does not grow
- * with the rows already deleted). Each statement selects the batch's ctids and deletes them, re-checking the
+ * Delete a target's eligible rows in batches, oldest `orderBy` first, each batch's DELETE one
+ * statement in autocommit, each starting where the previous one stopped (so per-batch cost does
+ * not grow with the rows already deleted). A batch first reads its upper bound, the key `limit`
+ * eligible rows on, then deletes the eligible rows in [cursor, bound) with one index range scan
+ * (ADR-065). When fewer than `limit + 1` eligible rows are left, or more than `limit` share the
+ * batch's first key, the batch instead selects exactly `limit` rows' ctids and deletes them in one
+ * statement (a ctid is only stable within one statement). Either way every DELETE re-checks the
  * whole predicate on the rows it removes: a row changed by a concurrent writer while the delete
  * waited on its lock (a replay re-nulling `published_at`, say) is re-evaluated at its new
- * version and survives. A ctid is only stable within one statement, which is why the select and
- * the delete are one.
+ * version and survives. A range batch removes at most `limit` rows plus any that became
+ * eligible inside its range between its two statements (an aged pending row published in that
+ * instant), never a row outside it.
  *
  * With `targetBatchMs`, each full batch sizes the next one to take about that long (between
  * `batchSize` and `maxBatchSize`): the keyset cursor makes every batch's cost proportional to
  * its rows, so a larger batch only amortizes the per-statement overhead (ADR-064).
  *
- * Stops on a short batch, at the cap, or on abort; yields to the event loop between batches.
+ * Stops on a short last batch, at the cap, or on abort; yields to the event loop between batches.
  * Run it on a dedicated session holding the sweep's advisory lock.
  */
 export async function pruneTable(sql: Sql, target: PruneTarget, options: PruneTableOptions = {}): Promise<PruneTableResult> {
@@ -121,27 +126,56 @@ export async function pruneTable(sql: Sql, target: PruneTarget, options: PruneTa
     const limit = Math.min(size, cap - deleted);
     const started = performance.now();
     const after: PendingQuery<Row[]> = cursor === null ? sql`` : sql`and ${sql(target.orderBy)} >= ${cursor}`;
-    const rows: Array<{ count: number; last: string | null }> = await sql<{ count: number; last: string | null }[]>`
-      with batch as (
-        delete from ${sql(target.table)}
-        where ctid = any(array(
-            select ctid from ${sql(target.table)}
-            where ${target.eligible(sql)} ${after}
-            order by ${sql(target.orderBy)}
-            limit ${limit}
-          ))
-          and ${target.eligible(sql)}
-        returning ${sql(target.orderBy)} as key
-      )
-      select count(*)::int as count, max(key)::text as last from batch`;
-    const result = rows[0]!;
-    cursor = result.last ?? cursor;
-    const count = result.count;
+    // The batch's bounds, walking the index the batches follow: its first eligible key and the
+    // key `limit` eligible rows on. Everything before the latter is this batch.
+    // (Cast outside: a projection is computed for every row OFFSET skips.)
+    const keyAt = (offset: number) => sql`
+      select ${sql(target.orderBy)} from ${sql(target.table)}
+      where ${target.eligible(sql)} ${after}
+      order by ${sql(target.orderBy)}
+      offset ${offset} limit 1`;
+    const [bound] = await sql<{ lo: string | null; hi: string | null }[]>`select (${keyAt(0)})::text as lo, (${keyAt(limit)})::text as hi`;
+    let count: number;
+    let final = false;
+    if (bound!.hi !== null && bound!.hi !== bound!.lo) {
+      // A range batch: one index range scan that deletes as it goes, the whole predicate
+      // re-checked on every row it removes (measured 25–30 % cheaper per row than selecting
+      // ctids and deleting by them, which visits each row twice; ADR-065).
+      const [r] = await sql<{ count: number }[]>`
+        with batch as (
+          delete from ${sql(target.table)}
+          where ${target.eligible(sql)} ${after} and ${sql(target.orderBy)} < ${bound!.hi}
+          returning 1
+        )
+        select count(*)::int as count from batch`;
+      count = r!.count;
+      cursor = bound!.hi;
+    } else {
+      // The last batch (at most `limit` eligible rows left), or more than `limit` rows tied on
+      // its first key (an empty range): select exactly `limit` rows' ctids and delete them, in
+      // one statement.
+      const [r] = await sql<{ count: number; last: string | null }[]>`
+        with batch as (
+          delete from ${sql(target.table)}
+          where ctid = any(array(
+              select ctid from ${sql(target.table)}
+              where ${target.eligible(sql)} ${after}
+              order by ${sql(target.orderBy)}
+              limit ${limit}
+            ))
+            and ${target.eligible(sql)}
+          returning ${sql(target.orderBy)} as key
+        )
+        select count(*)::int as count, max(key)::text as last from batch`;
+      count = r!.count;
+      cursor = r!.last ?? cursor;
+      final = count < limit;
+    }
     deleted += count;
     batches++;
     const ms = performance.now() - started;
     await options.onBatch?.({ deleted: count, limit, ms, total: deleted });
-    if (count < limit) return { deleted, batches, capped: false, aborted: false };
+    if (final) return { deleted, batches, capped: false, aborted: false };
     if (targetMs !== undefined && limit === size) size = nextBatchSize(size, ms, targetMs, batchSize, maxBatch);
     if (deleted >= cap) {
       // At the cap: capped only if something eligible is left (a cheap probe on the index).

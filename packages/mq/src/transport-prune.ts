@@ -44,7 +44,7 @@ export interface PruneCycleOptions {
   /** Rows per statement; default 5,000: the first and smallest batch when adaptive. */
   readonly batchSize?: number;
   /**
-   * Batches adapt their size to a latency target (ADR-064): default on, 50 ms per batch, up to
+   * Batches adapt their size to a latency target (ADR-064, ADR-065): default on, 25 ms per batch, up to
    * 50,000 rows. `false` keeps every batch at `batchSize`.
    */
   readonly adaptive?: false | { readonly targetBatchMs?: number; readonly maxBatchSize?: number };
@@ -91,7 +91,7 @@ export interface PruneCycleResult {
  * One transport prune cycle (seed 000 Step 3): on a dedicated session holding
  * `pg_try_advisory_lock(transportPrune)` (not got: skip the cycle), prune `event_outbox`
  * THEN `event_inbox`, each with {@link pruneTable}, each capped and latched independently.
- * Batches start at 5,000 rows and adapt to a 50 ms latency target (ADR-064).
+ * Batches start at 5,000 rows and adapt to a 25 ms latency target (ADR-064, ADR-065).
  * The session is closed on every path, so the lock can never strand on a pooled connection.
  * Counts rows per batch into `event_rows_pruned_total{table}`, so the counter is exact even
  * when a cycle fails midway, and logs one line per cycle.

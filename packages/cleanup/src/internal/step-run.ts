@@ -91,7 +91,7 @@ export interface WindowOptions extends StepOptions {
 
 /**
  * Up to `maxSteps` steps of one job from `firstStep`, in one statement and one transaction
- * (`cleanup_step_window`, sql/000006_step_window.sql): every step is `cleanup_step` with its
+ * (`cleanup_step_window`, sql/000007_step_window.sql): every step is `cleanup_step` with its
  * bound and checks, the window stops when the job finishes or after `maxMs`, and its steps
  * commit together (or, on any failure, none of them). A replayed window returns the recorded
  * results. The round trip and commit are paid once per window instead of once per step.

@@ -1,7 +1,8 @@
-import { migrate, type Sql } from '@craig/db';
+import { createClient, migrate, type Sql } from '@craig/db';
 import { MQ_MIGRATIONS } from '@craig/mq';
 import { testDatabase, type TestDatabase } from '@craig/testkit';
 import postgres from 'postgres';
+import { LatencyProbe } from './measure.ts';
 
 /**
  * A fresh copy of an `event_outbox` of `rows` rows laid out like a real one: ids and
@@ -83,4 +84,25 @@ async function peerOutbox(sql: postgres.Sql): Promise<void> {
     insert into outbox (id, aggregate_type, aggregate_id, message_type, payload, created_at, processed_at)
     select event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at from event_outbox order by id`;
   await sql`vacuum (analyze) outbox`;
+}
+
+/**
+ * A single-row writer beside a cleanup of `table` (our `event_outbox`, or a peer's table of the
+ * same shape): each call is one autocommit INSERT, 5 ms apart.
+ */
+export function outboxWriter(url: string, table = 'event_outbox') {
+  const sql = createClient(url, { service: 'bench-writer', max: 1 });
+  const insert =
+    table === 'event_outbox'
+      ? () => sql`insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload) values (gen_random_uuid(), 'case', 'w', 'case.opened', '{"w":1}')`
+      : () => sql`insert into ${sql(table)} (id, aggregate_type, aggregate_id, message_type, payload) values (gen_random_uuid(), 'case', 'w', 'case.opened', '{"w":1}')`;
+  const probe = new LatencyProbe(insert, { pauseMs: 5, classify: (e) => String((e as { code?: string }).code ?? 'error') });
+  return {
+    start: () => probe.start(),
+    stop: async () => {
+      const stats = await probe.stop();
+      await sql.end();
+      return stats;
+    },
+  };
 }

@@ -1,7 +1,7 @@
 // `pnpm xtask bench peers`: our transport prune beside how others clean an outbox, on copies of
 // the same 1 M-row outbox (90 % aged published, 5 % aged pending, 5 % fresh), in rotating rounds,
 // each with a single-row writer inserting into the table being cleaned:
-//   - ours: pruneTransportTables (published-only, ctid batches, adaptive size);
+//   - ours: pruneTransportTables (published-only, key-range batches, adaptive size);
 //   - the `id IN (SELECT … LIMIT n)` loop that NServiceBus/CAP-style cleaners run
 //     (DELETE … WHERE id IN (SELECT id … WHERE <expired> LIMIT @batch) until a short batch);
 //   - pg-transactional-outbox 0.5.7 (npm), `runMessageCleanupOnce` on its own `outbox` table
@@ -14,8 +14,8 @@ import type { TestDatabase } from '@craig/testkit';
 import pg from 'pg';
 import { runMessageCleanupOnce } from 'pg-transactional-outbox';
 import { UsageError, writeLine } from '../command.ts';
-import { outboxCopy, warm } from './fixtures.ts';
-import { LatencyProbe, printTable, rate, ratio, writeResult, type LatencyStats } from './measure.ts';
+import { outboxCopy, outboxWriter, warm } from './fixtures.ts';
+import { printTable, rate, ratio, writeResult, type LatencyStats } from './measure.ts';
 import { machineInfo, roundsOption, rotate, runRecord, spread, type Spread } from './rounds.ts';
 import type { BenchSuite } from './suite.ts';
 
@@ -27,7 +27,7 @@ const PEER_ALL_SECONDS = 60 * DAY;
 
 type Contender = 'ours' | 'idInLoop' | 'pgTransactionalOutbox';
 const LABELS: Record<Contender, string> = {
-  ours: 'ours: pruneTransportTables (ctid batches, adaptive)',
+  ours: 'ours: pruneTransportTables (range batches, adaptive)',
   idInLoop: 'id IN (SELECT … LIMIT n) loop (NServiceBus/CAP style)',
   pgTransactionalOutbox: 'pg-transactional-outbox 0.5.7 runMessageCleanupOnce',
 };
@@ -55,23 +55,6 @@ async function pendingCount(db: TestDatabase, table: 'event_outbox' | 'outbox', 
   return row!.n;
 }
 
-function writer(url: string, table: 'event_outbox' | 'outbox') {
-  const sql = createClient(url, { service: 'bench-writer', max: 1 });
-  const op =
-    table === 'event_outbox'
-      ? () => sql`insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload) values (gen_random_uuid(), 'case', 'w', 'case.opened', '{"w":1}')`
-      : () => sql`insert into outbox (id, aggregate_type, aggregate_id, message_type, payload) values (gen_random_uuid(), 'case', 'w', 'case.opened', '{"w":1}')`;
-  const probe = new LatencyProbe(op, { pauseMs: 5 });
-  return {
-    start: () => probe.start(),
-    stop: async () => {
-      const stats = await probe.stop();
-      await sql.end();
-      return stats;
-    },
-  };
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function runOne(rows: number, c: Contender, batch: number, idleSeconds: number): Promise<Run> {
@@ -81,11 +64,11 @@ async function runOne(rows: number, c: Contender, batch: number, idleSeconds: nu
     await warm(db.sql, table);
     const cutoff = new Date();
     const pendingBefore = await pendingCount(db, table, cutoff);
-    const idleProbe = writer(db.url, table);
+    const idleProbe = outboxWriter(db.url, table);
     idleProbe.start();
     await sleep(idleSeconds * 1000);
     const writerIdle = await idleProbe.stop();
-    const probe = writer(db.url, table);
+    const probe = outboxWriter(db.url, table);
     probe.start();
     const started = performance.now();
     const deleted = await clean(db, c, batch);

@@ -5,8 +5,8 @@ import { createClient, type Sql } from '@craig/db';
 import { outboxPruneTarget, pruneTable, pruneTransportTables, PRUNE_MAX_BATCH, PRUNE_TARGET_BATCH_MS } from '@craig/mq';
 import type { TestDatabase } from '@craig/testkit';
 import { UsageError, writeLine } from '../command.ts';
-import { outboxCopy, walBytesSince, walPosition, warm } from './fixtures.ts';
-import { LatencyProbe, latencyStats, printTable, rate, ratio, writeResult, type LatencyStats } from './measure.ts';
+import { outboxCopy, outboxWriter, walBytesSince, walPosition, warm } from './fixtures.ts';
+import { latencyStats, printTable, rate, ratio, writeResult, type LatencyStats } from './measure.ts';
 import { alternate, machineInfo, roundsOption, runRecord, spread } from './rounds.ts';
 import type { BenchSuite } from './suite.ts';
 
@@ -21,34 +21,16 @@ interface RunResult {
   readonly writer?: LatencyStats & { failures: Record<string, number> };
 }
 
-/** `--batch N`: fixed batches of N rows; default: adaptive from 5,000 under the 50 ms target. */
+/** `--batch N`: fixed batches of N rows; default: adaptive from 5,000 under the 25 ms target. */
 interface BatchChoice {
   readonly size: number;
   readonly adaptive: false | { readonly targetBatchMs: number; readonly maxBatchSize: number };
 }
 
-/** A single-row writer beside the prune: each call is one autocommit INSERT, 5 ms apart. */
-function writer(url: string, table = 'event_outbox') {
-  const sql = createClient(url, { service: 'bench-writer', max: 1 });
-  const insert =
-    table === 'event_outbox'
-      ? () => sql`insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload) values (gen_random_uuid(), 'case', 'w', 'case.opened', '{"w":1}')`
-      : () => sql`insert into ${sql(table)} (id, aggregate_type, aggregate_id, message_type, payload) values (gen_random_uuid(), 'case', 'w', 'case.opened', '{"w":1}')`;
-  const probe = new LatencyProbe(insert, { pauseMs: 5, classify: (e) => String((e as { code?: string }).code ?? 'error') });
-  return {
-    start: () => probe.start(),
-    stop: async () => {
-      const stats = await probe.stop();
-      await sql.end();
-      return stats;
-    },
-  };
-}
-
 /** Time `body` on a warm copy (after a checkpoint), with the writer beside it when asked. */
 export async function timed(db: TestDatabase, withWriter: boolean, body: (batchMs: number[], batchRows: number[]) => Promise<number>, writerTable?: string): Promise<RunResult> {
   await warm(db.sql, writerTable);
-  const probe = withWriter ? writer(db.url, writerTable) : undefined;
+  const probe = withWriter ? outboxWriter(db.url, writerTable) : undefined;
   const lsn = await walPosition(db.sql);
   const batchMs: number[] = [];
   const batchRows: number[] = [];
@@ -73,7 +55,7 @@ function batchStats(batchMs: readonly number[], batchRows: readonly number[]) {
   return { ...latencyStats(batchMs), meanRows: Math.round(rows / Math.max(1, batchRows.length)), msPer1000Rows: Math.round((ms / Math.max(1, rows)) * 1e6) / 1000 };
 }
 
-/** Ours: the real transport prune cycle (dedicated session, lock, ctid batches), uncapped. */
+/** Ours: the real transport prune cycle (dedicated session, lock, key-range batches), uncapped. */
 const ours = (db: TestDatabase, batch: BatchChoice, withWriter: boolean) =>
   timed(db, withWriter, async (batchMs, batchRows) => {
     const r = await pruneTransportTables({
@@ -161,7 +143,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export const pruneSuite: BenchSuite = {
   name: 'prune',
-  summary: 'transport prune (ctid batches, adaptive size) vs one unbatched DELETE, alternating rounds, with a concurrent writer',
+  summary: 'transport prune (key-range batches, adaptive size) vs one unbatched DELETE, alternating rounds, with a concurrent writer',
   options: ['rows', 'batch', 'target-ms', 'scale', 'variants', 'idle-seconds', 'rounds'],
   async run(ctx, options) {
     const rows = Number(options.get('rows') ?? 1_000_000);
@@ -185,7 +167,7 @@ export const pruneSuite: BenchSuite = {
         ours: () =>
           withCopy(rows, async (db) => {
             // The writer's idle baseline, on the same copy just before the prune.
-            const probe = writer(db.url);
+            const probe = outboxWriter(db.url);
             await warm(db.sql);
             probe.start();
             await sleep(idleSeconds * 1000);
