@@ -2,7 +2,8 @@
 // its own so its peak RSS is the archiver's alone (not the benchmark's, nor the S3 server's).
 // Argument: a JSON object (database URL, store settings, batch, gzip level, key prefix). Prints
 // one JSON line: rows, bytes, objects, ms, peak and starting RSS (MB), and every batch's profile.
-import { createArchiveEngine, defineArchiveSpec, fixpoints, type BatchProfile } from '@craig/retention';
+import { createClient } from '@craig/db';
+import { createArchiveEngine, defineArchiveSpec, fixpoints, registerArchiveSpecs, type BatchProfile } from '@craig/retention';
 import { createObjectStore } from '@craig/store';
 import { Registry } from 'prom-client';
 
@@ -17,6 +18,11 @@ interface Args {
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 const store = createObjectStore({ backend: 's3', ...args.store, forcePathStyle: true });
 const spec = defineArchiveSpec({ table: 'audit_log', keyColumn: 'id', timestampColumn: 'occurred_at', fixpoint: fixpoints.insertOnly(), ...(args.batchSize ? { batchSize: args.batchSize } : {}) });
+// The owner's gate prunes only registered tables (ADR-063): register the spec as a service's
+// migrations would, before the measurement starts.
+const owner = createClient(args.url, { service: 'bench-archive-register', max: 1 });
+await registerArchiveSpecs(owner, [spec], 90);
+await owner.end();
 const profiles: BatchProfile[] = [];
 const engine = createArchiveEngine({ service: 'security', databaseUrl: args.url, store, specs: [spec], hotWindowDays: 90, prefix: args.prefix, registry: new Registry(), gzipLevel: args.level, onBatchProfile: (p) => void profiles.push(p) });
 global.gc?.();
