@@ -93,55 +93,53 @@ describe('pruneTable', () => {
     expect(await count()).toBe(800);
   });
 
-  it('keeps a row that a concurrent writer made ineligible while the delete waited for it', async () => {
-    await seed(10, { ageDays: 40, published: true });
-    const [victim] = await db.sql<{ id: string }[]>`select id::text from events order by created_at limit 1`;
+  /**
+   * A replay re-nulls the victim's published_at in an open transaction; the prune starts
+   * meanwhile (its snapshot still sees the row eligible) and its DELETE blocks on the row lock.
+   * Returns the prune's result and the query that waited, after the writer committed.
+   */
+  async function pruneWhileReplayed(victimId: string, batchSize: number): Promise<{ result: unknown; waitedOn: string }> {
     const writer = postgres(db.url, { max: 1, onnotice: () => {} });
     const pruner = createClient(db.url, { service: 'test', max: 1 });
     try {
       let prune: Promise<unknown> | undefined;
+      let waitedOn = '';
       await writer.begin(async (tx) => {
-        // A replay re-nulls published_at; the pruner's select (snapshot taken before this
-        // commits) still sees the row as eligible, and its delete blocks on the row lock.
-        await tx`update events set published_at = null where id = ${victim!.id}`;
-        prune = pruneTable(pruner, aged, { batchSize: 100 });
+        await tx`update events set published_at = null where id = ${victimId}`;
+        prune = pruneTable(pruner, aged, { batchSize });
         await eventually(async () => {
-          const [waiting] = await db.sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%delete from%'`;
-          expect(waiting?.n).toBe(1);
+          const waiting = await db.sql<{ query: string }[]>`select query from pg_stat_activity where wait_event_type = 'Lock' and query like '%delete from%'`;
+          expect(waiting).toHaveLength(1);
+          waitedOn = waiting[0]!.query;
         });
       });
-      expect(await prune).toMatchObject({ deleted: 9 });
-      const [kept] = await db.sql`select published_at from events where id = ${victim!.id}`;
-      expect(kept).toEqual({ published_at: null });
+      return { result: await prune, waitedOn };
     } finally {
       await Promise.all([writer.end(), pruner.end()]);
     }
+  }
+
+  it('keeps a row that a concurrent writer made ineligible while the delete waited for it', async () => {
+    await seed(10, { ageDays: 40, published: true });
+    const [victim] = await db.sql<{ id: string }[]>`select id::text from events order by created_at limit 1`;
+    // Ten rows, batches of 100: the last-batch (ctid) statement.
+    const { result, waitedOn } = await pruneWhileReplayed(victim!.id, 100);
+    expect(waitedOn).toContain('ctid');
+    expect(result).toMatchObject({ deleted: 9 });
+    const [kept] = await db.sql`select published_at from events where id = ${victim!.id}`;
+    expect(kept).toEqual({ published_at: null });
   });
 
   it('a range batch also keeps a row a concurrent writer made ineligible while its delete waited, and goes on past it', async () => {
     await seed(300, { ageDays: 40, published: true });
     // The 50th oldest: inside the first batch's range [start, 101st key).
     const [victim] = await db.sql<{ id: string }[]>`select id::text from events order by created_at offset 49 limit 1`;
-    const writer = postgres(db.url, { max: 1, onnotice: () => {} });
-    const pruner = createClient(db.url, { service: 'test', max: 1 });
-    try {
-      let prune: Promise<unknown> | undefined;
-      await writer.begin(async (tx) => {
-        await tx`update events set published_at = null where id = ${victim!.id}`;
-        prune = pruneTable(pruner, aged, { batchSize: 100 });
-        await eventually(async () => {
-          const waiting = await db.sql<{ query: string }[]>`select query from pg_stat_activity where wait_event_type = 'Lock' and query like '%delete from%'`;
-          expect(waiting).toHaveLength(1);
-          // The range statement (by key bounds), not the ctid one.
-          expect(waiting[0]!.query).not.toContain('ctid');
-        });
-      });
-      expect(await prune).toMatchObject({ deleted: 299, capped: false, aborted: false });
-      const rows = await db.sql<{ id: string; published_at: Date | null }[]>`select id::text, published_at from events`;
-      expect(rows).toEqual([{ id: victim!.id, published_at: null }]);
-    } finally {
-      await Promise.all([writer.end(), pruner.end()]);
-    }
+    const { result, waitedOn } = await pruneWhileReplayed(victim!.id, 100);
+    // The range statement (by key bounds), not the ctid one.
+    expect(waitedOn).not.toContain('ctid');
+    expect(result).toMatchObject({ deleted: 299, capped: false, aborted: false });
+    const rows = await db.sql<{ id: string; published_at: Date | null }[]>`select id::text, published_at from events`;
+    expect(rows).toEqual([{ id: victim!.id, published_at: null }]);
   });
 
   it('more rows tied on one key than a batch holds: each batch stays within its limit and every eligible row goes', async () => {
