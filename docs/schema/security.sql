@@ -196,7 +196,7 @@ declare
   v_predicate text;
   v_guard jsonb;
   v_values text[];
-  v_deleted integer;
+  v_key_type text;
   v_exact integer;
 begin
   select * into r from public.archive_tables where table_name = p_table;
@@ -207,6 +207,14 @@ begin
      or cardinality(p_keys) is distinct from p_row_count or cardinality(p_xmins) is distinct from p_row_count then
     raise exception using errcode = '22023', message = format('archive_prune_batch: %s rows in the ledger entry, %s ctids, %s keys, %s xmins',
       p_row_count, cardinality(p_ctids), cardinality(p_keys), cardinality(p_xmins));
+  end if;
+  -- The key's own type: the range and the join compare keys as that type (by its index), never
+  -- as text, whose form would depend on the calling session's settings.
+  select format_type(a.atttypid, a.atttypmod) into v_key_type
+  from pg_catalog.pg_attribute as a
+  where a.attrelid = to_regclass(format('public.%I', r.table_name)) and a.attname = r.key_column and a.attnum > 0 and not a.attisdropped;
+  if v_key_type is null then
+    raise exception using errcode = '42703', message = format('archive_prune_batch: %s.%s does not exist', r.table_name, r.key_column);
   end if;
 
   -- The ledger row first: its primary key makes one archive id one batch, ever.
@@ -226,21 +234,25 @@ begin
       v_guard->>'table', v_guard->>'column', coalesce(v_guard->>'references', r.key_column));
   end loop;
 
-  -- Exactly the archived row versions: reached by ctid, counted only where (key, xmin) is one
-  -- the select archived. Anything else undoes the statement, ledger row included, whatever the
-  -- caller does next: a ledger row exists exactly when its rows were deleted.
+  -- Exactly the archived row versions: within the batch's key range, only a row whose slot, key
+  -- and xmin are one archived triple is deleted. Fewer than the batch undoes the statement,
+  -- ledger row included, whatever the caller does next: a ledger row exists exactly when its
+  -- rows were deleted.
   execute format(
-    'with d as (delete from public.%I as t where t.ctid = any($1) and %s returning t.%I::text as k, t.xmin::text as x)
-     select count(*)::int, (count(*) filter (where (d.k, d.x) in (select * from unnest($2, $3))))::int from d',
-    r.table_name, v_predicate, r.key_column)
-  into v_deleted, v_exact
-  using p_ctids, p_keys, p_xmins, v_values, (r.fixpoint->>'months')::integer, greatest(p_hot_window_days, r.hot_window_days);
-  if v_deleted <> p_row_count or v_exact <> p_row_count then
+    'with d as (delete from public.%1$I as t using unnest($1, $2, $3) as a(c, k, x)
+       where t.%2$I >= $7::%3$s and t.%2$I <= $8::%3$s
+         and t.ctid = a.c and t.%2$I = a.k::%3$s and t.xmin = a.x::xid and %4$s
+       returning 1)
+     select count(*)::int from d',
+    r.table_name, r.key_column, v_key_type, v_predicate)
+  into v_exact
+  using p_ctids, p_keys, p_xmins, v_values, (r.fixpoint->>'months')::integer, greatest(p_hot_window_days, r.hot_window_days), p_min_key, p_max_key;
+  if v_exact <> p_row_count then
     raise exception using errcode = 'CRR01',
       message = format('archive batch %s of %s: the delete matched %s of %s archived rows', p_archive_id, p_table, v_exact, p_row_count),
-      detail = jsonb_build_object('code', 'archive_count_mismatch', 'archived', p_row_count, 'deleted', v_deleted, 'exact', v_exact)::text;
+      detail = jsonb_build_object('code', 'archive_count_mismatch', 'archived', p_row_count, 'deleted', v_exact, 'exact', v_exact)::text;
   end if;
-  deleted := v_deleted;
+  deleted := v_exact;
   exact := v_exact;
   return next;
 end

@@ -145,6 +145,40 @@ describe('archive round trip', () => {
   });
 });
 
+describe('the batch stream', () => {
+  it('reads many batches in a row on its one connection, each larger than the stream buffer, without stalling', async () => {
+    // Every batch (40 rows of ~1 KB) overflows the COPY stream's 16 KB buffer before it is read,
+    // which pauses the socket; before the postgres.js patch the reader's next statement then
+    // waited forever (porsager/postgres#499) and this cycle hung at its second batch.
+    await db.sql`
+      insert into audit_events (occurred_at, actor, note)
+      select now() - interval '40 days' + make_interval(secs => g), 'actor-' || g, repeat(md5(g::text), 32)
+      from generate_series(1, 2000) g`;
+    const report = await engine({ specs: [defineArchiveSpec({ ...audit, batchSize: 40 })] }).runCycle();
+    expect(report.tables[0]).toMatchObject({ rows: 2000, batches: 50, outcome: 'drained' });
+    expect(await hotCount()).toBe(0);
+    expect((await readLedger(db.sql)).reduce((n, e) => n + e.rowCount, 0)).toBe(2000);
+  }, 30_000);
+
+  it('records the oldest and newest timestamp of a batch whatever its key order, BC and -infinity included', async () => {
+    await db.sql`
+      insert into audit_events (id, occurred_at, actor) values
+        (1, '2020-05-01 00:00:00+00', 'a'), (2, '0044-03-15 12:00:00+00 BC', 'b'), (3, '2019-01-01 00:00:00.5+00', 'c'),
+        (4, '2020-05-01 00:00:00.000001+00', 'd'), (5, '-infinity', 'e'), (6, '1999-12-31 23:59:59+00', 'f')`;
+    const report = await engine().runCycle();
+    expect(report.tables[0]).toMatchObject({ rows: 6, outcome: 'drained' });
+    const [entry, more] = await readLedger(db.sql);
+    expect(more).toBeUndefined();
+    // Microseconds included: the ledger's span is the rows' own, not a JavaScript Date's.
+    expect(entry).toMatchObject({ rowCount: 6, minKey: '1', maxKey: '6', maxTs: '2020-05-01T00:00:00.000001Z' });
+    const span = async (minKey: string) => (await db.sql<{ min: string; max: string }[]>`select min_ts::text as min, max_ts::text as max from archive_ledger where min_key = ${minKey}`)[0];
+    expect(await span('1')).toEqual({ min: '-infinity', max: '2020-05-01 00:00:00.000001+00' });
+    await db.sql`insert into audit_events (id, occurred_at, actor) values (7, '2020-05-01 00:00:00+00', 'g'), (8, '0044-03-15 12:00:00+00 BC', 'h'), (9, '1999-12-31 23:59:59+00', 'i')`;
+    expect((await engine().runCycle()).tables[0]).toMatchObject({ rows: 3, outcome: 'drained' });
+    expect(await span('7')).toEqual({ min: '0044-03-15 12:00:00+00 BC', max: '2020-05-01 00:00:00+00' });
+  });
+});
+
 describe('text keys', () => {
   it('archives and deletes exactly the rows whose keys hold quotes, backslashes, commas and braces', async () => {
     await db.sql`create table if not exists text_keyed (code text primary key, at timestamptz not null)`;

@@ -80,7 +80,9 @@ export interface BatchProfile {
   /** Uncompressed NDJSON bytes and the object's bytes. */
   readonly rawBytes: number;
   readonly bytes: number;
+  /** The COPY out of PostgreSQL, the rows fed to the compressor as they arrive. */
   readonly selectMs: number;
+  /** The rest of the compression after the last row (the object's bytes are then whole). */
   readonly gzipMs: number;
   /** The digest-verified create: precheck, put, (garage) read-back. */
   readonly storeMs: number;

@@ -14,6 +14,8 @@ export interface TablePlan {
   readonly spec: ArchiveSpec;
   /** Every column in table order: the archived object's stable column order. */
   readonly columns: readonly string[];
+  /** Each column's type as `format_type` prints it (a cast target: quoted where it must be). */
+  readonly types: ReadonlyMap<string, string>;
 }
 
 interface ColumnRow {
@@ -92,5 +94,5 @@ export async function planTable(sql: Sql, spec: ArchiveSpec, hotWindowDays: numb
   }
 
   await checkRegistration(sql, spec, hotWindowDays);
-  return { spec, columns: columns.map((c) => c.name) };
+  return { spec, columns: columns.map((c) => c.name), types: typeOf };
 }

@@ -1,16 +1,16 @@
-import { promisify } from 'node:util';
-import { gzip as gzipCallback } from 'node:zlib';
+import { once } from 'node:events';
+import { createGzip } from 'node:zlib';
 import type { Sql } from '@craig/db';
 import { ForeignObjectError, StoreError, type BlobCreateResult } from '@craig/store';
 import type { Logger } from 'pino';
 import { archiveKey } from '../archive-key.ts';
 import type { ArchiveEngineOptions, TableOutcome, TableReport } from '../engine.ts';
 import { BatchCountMismatchError, RetentionError } from '../errors.ts';
-import { pruneArchived, selectBatch, type LedgerEntry, type SelectedBatch } from './batch-sql.ts';
+import { BODY_PIECE_BYTES, pruneArchived, selectBatch, type BodySink, type LedgerEntry, type SelectedBatch } from './batch-sql.ts';
 import type { TablePlan } from './catalog.ts';
 import type { ArchiveMetrics, BatchOutcome } from './metrics.ts';
 
-const gzip = promisify(gzipCallback);
+/** zlib's output chunk: its default 16 KB costs a main-thread callback each. */
 const GZIP_CHUNK = 1 << 20;
 
 /**
@@ -40,8 +40,8 @@ export interface TableRun {
 type Failure = { readonly error: NonNullable<TableReport['error']>; readonly storeDown: boolean };
 
 interface InFlight {
-  /** The batch without its body: the uncompressed bytes are released once compressed. */
-  readonly batch: Omit<SelectedBatch, 'body'>;
+  /** The batch's ids and span (its body went to the compressor as it was read). */
+  readonly batch: SelectedBatch;
   readonly rawBytes: number;
   readonly archiveId: string;
   readonly key: string;
@@ -79,6 +79,7 @@ export async function archiveTable(ctx: EngineContext, db: CycleConnections, pla
   let batches = 0;
   let selected = 0;
   const window: InFlight[] = [];
+  const pool = new PiecePool();
   let stop = false;
   let producerDone = false;
   let selectError: unknown;
@@ -103,13 +104,24 @@ export async function archiveTable(ctx: EngineContext, db: CycleConnections, pla
         }
         const limit = Math.min(spec.batchSize, rowsForBytes, ctx.cap - selected);
         const selectStarted = performance.now();
-        const batch = await selectBatch(db.read, plan, hot, limit, after);
+        // The rows are compressed as they arrive: only the object's gzip bytes are ever whole.
+        const compressor = compress(ctx.level, pool);
+        let batch: SelectedBatch;
+        try {
+          batch = await selectBatch(db.read, plan, hot, limit, after, compressor);
+        } catch (error) {
+          compressor.discard();
+          throw error;
+        }
         const selectMs = performance.now() - selectStarted;
-        if (batch.count === 0 || stop) break;
+        if (batch.count === 0 || stop) {
+          compressor.discard();
+          break;
+        }
         selected += batch.count;
         after = batch.maxKey;
-        rowsForBytes = Math.max(1, Math.floor(ctx.maxObjectBytes / Math.max(1, batch.body.length / batch.count)));
-        window.push(store(ctx, spec.table, batch, selectMs, signal));
+        rowsForBytes = Math.max(1, Math.floor(ctx.maxObjectBytes / Math.max(1, batch.rawBytes / batch.count)));
+        window.push(store(ctx, spec.table, batch, compressor.finish(), selectMs, signal));
         notify('item');
         if (batch.count < limit) break;
       }
@@ -178,18 +190,49 @@ export async function archiveTable(ctx: EngineContext, db: CycleConnections, pla
   return done('drained');
 }
 
-/** Serialize and write one batch (starts at once; the promise never rejects). */
-function store(ctx: EngineContext, table: string, selected: SelectedBatch, selectMs: number, signal: AbortSignal): InFlight {
-  const { body: raw, ...batch } = selected;
+/**
+ * Body pieces the compressor has consumed, for the next rows to fill: a table run allocates a
+ * few instead of one per 256 KiB of rows (fresh multi-megabyte allocations per batch made V8
+ * run a full collection every ~100 ms).
+ */
+class PiecePool {
+  private readonly free: Buffer[] = [];
+  take(): Buffer {
+    return this.free.pop() ?? Buffer.allocUnsafe(BODY_PIECE_BYTES);
+  }
+  give(piece: Buffer): void {
+    if (this.free.length < PIECE_POOL_MAX) this.free.push(Buffer.from(piece.buffer, piece.byteOffset, BODY_PIECE_BYTES));
+  }
+}
+const PIECE_POOL_MAX = 16;
+
+/** A gzip stream fed piece by piece during the select; `finish` ends it and yields the object's bytes. */
+function compress(level: number, pool: PiecePool): BodySink & { finish(): Promise<Buffer>; discard(): void } {
+  const gz = createGzip({ level, chunkSize: GZIP_CHUNK });
+  const out: Buffer[] = [];
+  gz.on('data', (chunk: Buffer) => out.push(chunk));
+  // Until finish() is awaited, an error is kept for it (never an unhandled event).
+  const ended = once(gz, 'end').then(() => Buffer.concat(out));
+  ended.catch(() => {});
+  return {
+    // The write callback runs once zlib has consumed the piece: then it may be filled again.
+    write: (piece) => void gz.write(piece, (error) => error || pool.give(piece)),
+    piece: () => pool.take(),
+    finish: () => (gz.end(), ended),
+    discard: () => void gz.destroy(),
+  };
+}
+
+/** Finish compressing and write one batch (starts at once; the promise never rejects). */
+function store(ctx: EngineContext, table: string, batch: SelectedBatch, compressed: Promise<Buffer>, selectMs: number, signal: AbortSignal): InFlight {
   const archiveId = ctx.newId();
   const key = archiveKey({ prefix: ctx.options.prefix, service: ctx.options.service, table, oldestRow: batch.minTs, archiveId });
   const started = performance.now();
   const times = { gzipMs: 0, storeMs: 0 };
   const stored = (async (): Promise<BlobCreateResult | Failure> => {
     try {
-      // One output chunk per batch: zlib's default 16 KB chunks cost a main-thread callback each.
-      // Only the compressed bytes stay in memory while the object is written and committed.
-      const body = await gzip(raw, { level: ctx.level, chunkSize: GZIP_CHUNK });
+      // What is left of the compression once the last row has arrived.
+      const body = await compressed;
       times.gzipMs = performance.now() - started;
       // Nothing is deleted unless this returns: the object is written and its digest verified.
       const created = await ctx.options.store.storeBlobCreate(key, body, { signal });
@@ -201,7 +244,7 @@ function store(ctx: EngineContext, table: string, selected: SelectedBatch, selec
       return failed(ctx, { table, archiveId, key, rows: batch.count, started }, 'store_failed', error, storeDown);
     }
   })();
-  return { batch, rawBytes: raw.length, archiveId, key, started, selectMs, times, stored };
+  return { batch, rawBytes: batch.rawBytes, archiveId, key, started, selectMs, times, stored };
 }
 
 /** The ledger row and the exact delete (one gate call) and the hook, in one transaction; returns a failure or nothing. */

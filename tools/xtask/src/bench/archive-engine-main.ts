@@ -28,12 +28,20 @@ const engine = createArchiveEngine({ service: 'security', databaseUrl: args.url,
 global.gc?.();
 const startRss = process.memoryUsage.rss();
 let peak = startRss;
-const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 20);
+const parts = { heapTotal: 0, external: 0, arrayBuffers: 0 };
+const sampler = setInterval(() => {
+  peak = Math.max(peak, process.memoryUsage.rss());
+  if (process.env.CRAIG_BENCH_MEMORY) {
+    const m = process.memoryUsage();
+    for (const k of ['heapTotal', 'external', 'arrayBuffers'] as const) parts[k] = Math.max(parts[k], m[k]);
+  }
+}, 20);
 const started = performance.now();
 const report = await engine.runCycle();
 const ms = performance.now() - started;
 clearInterval(sampler);
 peak = Math.max(peak, process.memoryUsage.rss(), process.resourceUsage().maxRSS * 1024);
 store.close();
+if (process.env.CRAIG_BENCH_MEMORY) process.stderr.write(`memory peaks MB: ${JSON.stringify(Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, Math.round(v / 1e6)])))}\n`);
 const table = report.tables[0]!;
 process.stdout.write(`${JSON.stringify({ outcome: table.outcome, error: table.error, rows: table.rows, bytes: table.bytes, objects: table.batches, ms, peakRssMb: Math.round(peak / 1e6), baselineRssMb: Math.round(startRss / 1e6), profiles })}\n`);

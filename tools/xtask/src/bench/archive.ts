@@ -173,7 +173,10 @@ interface OursResult {
 /** One engine cycle in a child process (archive-engine-main.ts), so the peak RSS is the archiver's own. */
 async function measureOurs(ctx: CommandContext, db: TestDatabase, server: S3TestServer, batchSize: number | undefined, level: number, round: number): Promise<OursResult> {
   const args = { url: db.url, store: { endpoint: server.endpoint, region: server.region, bucket: server.bucket, accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey }, batchSize, level, prefix: `bench/r${round}` };
-  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', ENGINE_MAIN, JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'inherit'], signal: ctx.signal });
+  // CRAIG_BENCH_CPU_PROF=<dir>: write the engine process's V8 CPU profile there (where its main
+  // thread goes); CRAIG_BENCH_MEMORY=1: it prints its peak heap and ArrayBuffer bytes (stderr).
+  const profile = process.env.CRAIG_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CRAIG_BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, ['--expose-gc', ...profile, '--import', 'tsx', ENGINE_MAIN, JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'inherit'], signal: ctx.signal });
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
   const [code] = (await once(child, 'exit')) as [number | null];

@@ -1,0 +1,80 @@
+import type { TestDatabase } from '@craig/testkit';
+import fc from 'fast-check';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { fixtureDatabase } from '../../test/fixtures.ts';
+import { registerArchiveSpecs } from '../prune-gate.ts';
+import { defineArchiveSpec, fixpoints } from '../spec.ts';
+import { CANONICAL_OUTPUT, selectBatch, type BodySink } from './batch-sql.ts';
+import { planTable, type TablePlan } from './catalog.ts';
+import postgres from 'postgres';
+
+// The engine writes each archived row's JSON line itself from the COPY's text fields: whatever
+// a column holds, the line must parse to exactly what PostgreSQL's own row_to_json of the same
+// texts says, and the batch's ids and span must be the rows'.
+let db: TestDatabase;
+let reader: postgres.Sql;
+let plan: TablePlan;
+const spec = defineArchiveSpec({ table: 'audit_events', keyColumn: 'id', timestampColumn: 'occurred_at', fixpoint: fixpoints.insertOnly() });
+
+beforeAll(async () => {
+  db = await fixtureDatabase('ret_batch');
+  await registerArchiveSpecs(db.sql, [spec], 30);
+  reader = postgres(db.url, { max: 1, onnotice: () => {}, connection: { ...CANONICAL_OUTPUT } });
+  plan = await planTable(reader, spec, 30);
+});
+afterAll(async () => {
+  await reader.end({ timeout: 1 });
+  await db.drop();
+});
+beforeEach(async () => {
+  await db.sql`truncate audit_events`;
+});
+
+function collect(): BodySink & { text(): string } {
+  const pieces: Buffer[] = [];
+  return { write: (p) => void pieces.push(Buffer.from(p)), piece: () => Buffer.allocUnsafe(256 * 1024), text: () => Buffer.concat(pieces).toString('utf8') };
+}
+
+/** PostgreSQL's row_to_json of every column as text, in the reader's canonical settings. */
+async function postgresLines(): Promise<unknown[]> {
+  const columns = plan.columns.map((c) => reader`${reader(`t.${c}`)}::text as ${reader(c)}`).reduce((a, b) => reader`${a}, ${b}`);
+  const rows = await reader<{ line: string }[]>`select row_to_json(c)::text as line from audit_events t cross join lateral (select ${columns}) c order by t.id`;
+  return rows.map((r) => JSON.parse(r.line) as unknown);
+}
+
+// Any text PostgreSQL can hold: control characters, quotes, backslashes, every plane of Unicode.
+const text = fc.oneof(fc.string({ unit: 'binary-ascii', maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 20 }), fc.string({ unit: 'binary', maxLength: 20 })).map((s) => s.replace(/\0/g, '').replace(/[\uD800-\uDFFF]/g, ''));
+
+describe('the batch COPY', () => {
+  it('writes JSON lines that parse to what row_to_json says, for any text', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(text, fc.option(text), fc.option(fc.array(fc.option(text), { maxLength: 3 }))), { minLength: 1, maxLength: 8 }), async (values) => {
+        await db.sql`truncate audit_events`;
+        for (const [actor, note, tags] of values) {
+          await db.sql`insert into audit_events (occurred_at, actor, note, tags, payload) values (now() - interval '40 days', ${actor}, ${note}, ${tags as string[] | null}, ${db.sql.json({ actor, note })})`;
+        }
+        const sink = collect();
+        const batch = await selectBatch(reader, plan, 30, 100, undefined, sink);
+        const lines = sink.text().split('\n');
+        expect(lines.pop()).toBe('');
+        expect(batch.count).toBe(values.length);
+        expect(batch.rawBytes).toBe(Buffer.byteLength(sink.text()));
+        expect(lines.map((l) => JSON.parse(l) as unknown)).toEqual(await postgresLines());
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('carries the ids the gate needs, in key order, and the span of the timestamps', async () => {
+    await db.sql`insert into audit_events (id, occurred_at, actor) values (10, '2020-01-01 00:00:00+00', 'a"b'), (11, '2019-06-01 12:00:00.25+00', 'c\\d'), (12, '2020-03-01 00:00:00+00', 'e')`;
+    const rows = await reader<{ ctid: string; xmin: string }[]>`select ctid::text, xmin::text from audit_events order by id`;
+    const batch = await selectBatch(reader, plan, 30, 2, '9', collect());
+    expect(batch).toMatchObject({ count: 2, minKey: '10', maxKey: '11', minTs: '2019-06-01 12:00:00.25+00', maxTs: '2020-01-01 00:00:00+00' });
+    expect(batch.keys).toBe('{"10","11"}');
+    expect(batch.ctids).toBe(`{"${rows[0]!.ctid}","${rows[1]!.ctid}"}`);
+    expect(batch.xmins).toBe(`{"${rows[0]!.xmin}","${rows[1]!.xmin}"}`);
+    // After the last key nothing is eligible: an empty batch, not an error.
+    expect(await selectBatch(reader, plan, 30, 5, '12', collect())).toMatchObject({ count: 0, rawBytes: 0, keys: '{}' });
+    await expect(selectBatch(reader, plan, 30, 0, undefined, collect())).rejects.toThrow(RangeError);
+  });
+});
