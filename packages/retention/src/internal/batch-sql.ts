@@ -107,6 +107,15 @@ export async function selectBatch(sql: Sql, plan: TablePlan, hotWindowDays: numb
     stream.on('data', (chunk: Buffer) => {
       try {
         rows.push(chunk);
+        // The compressor is behind: stop reading (the socket with it) until it catches up, so
+        // a batch's pending body stays within the sink's bound instead of piling up in it.
+        if (rows.full && !stream.isPaused()) {
+          stream.pause();
+          sink.whenDrained(() => {
+            rows.full = false;
+            stream.resume();
+          });
+        }
       } catch (error) {
         // A malformed stream: the statement fails; the cycle closes this connection with it.
         stream.destroy(error as Error);
@@ -127,7 +136,9 @@ export async function selectBatch(sql: Sql, plan: TablePlan, hotWindowDays: numb
 
 /** Where a batch's body goes, piece by piece; a piece is never touched again once written. */
 export interface BodySink {
-  write(piece: Buffer): void;
+  /** `false`: the sink is full; the reader pauses until `whenDrained` calls back. */
+  write(piece: Buffer): boolean;
+  whenDrained(resume: () => void): void;
   /** A buffer of at least {@link BODY_PIECE_BYTES} to fill next (the sink may recycle written ones). */
   piece(): Buffer;
 }
@@ -249,6 +260,8 @@ function isPlainTimestamp(src: Buffer, start: number, end: number): boolean {
 class BatchRows {
   private body: Bytes;
   private rawBytes = 0;
+  /** The sink refused more: the reader pauses the stream until it drains. */
+  full = false;
   private readonly keys = new ArrayLiteral(16 * 1024);
   private readonly xmins = new ArrayLiteral(16 * 1024);
   private readonly ctids = new ArrayLiteral(16 * 1024);
@@ -355,7 +368,7 @@ class BatchRows {
   private flush(): void {
     if (this.body.length === 0) return;
     this.rawBytes += this.body.length;
-    this.sink.write(this.body.done());
+    if (!this.sink.write(this.body.done())) this.full = true;
     this.body = new Bytes(this.sink.piece());
   }
 

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createGzip } from 'node:zlib';
+import { createGzip, type ZlibOptions } from 'node:zlib';
 import type { Sql } from '@craig/db';
 import { ForeignObjectError, StoreError, type BlobCreateResult } from '@craig/store';
 import type { Logger } from 'pino';
@@ -205,10 +205,13 @@ class PiecePool {
   }
 }
 const PIECE_POOL_MAX = 16;
+/** Body bytes a batch's compressor may have waiting before its COPY is paused. */
+const COMPRESSOR_QUEUE_BYTES = 4 * BODY_PIECE_BYTES;
 
 /** A gzip stream fed piece by piece during the select; `finish` ends it and yields the object's bytes. */
 function compress(level: number, pool: PiecePool): BodySink & { finish(): Promise<Buffer>; discard(): void } {
-  const gz = createGzip({ level, chunkSize: GZIP_CHUNK });
+  // zlib passes stream options to its Transform (the typings only list zlib's own).
+  const gz = createGzip({ level, chunkSize: GZIP_CHUNK, writableHighWaterMark: COMPRESSOR_QUEUE_BYTES } as ZlibOptions);
   const out: Buffer[] = [];
   gz.on('data', (chunk: Buffer) => out.push(chunk));
   // Until finish() is awaited, an error is kept for it (never an unhandled event).
@@ -216,7 +219,8 @@ function compress(level: number, pool: PiecePool): BodySink & { finish(): Promis
   ended.catch(() => {});
   return {
     // The write callback runs once zlib has consumed the piece: then it may be filled again.
-    write: (piece) => void gz.write(piece, (error) => error || pool.give(piece)),
+    write: (piece) => gz.write(piece, (error) => error || pool.give(piece)),
+    whenDrained: (resume) => void gz.once('drain', resume),
     piece: () => pool.take(),
     finish: () => (gz.end(), ended),
     discard: () => void gz.destroy(),
