@@ -56,7 +56,7 @@ export const archiveSuite: BenchSuite = {
             return r;
           },
         },
-        (r) => log(`round ${r.round}/${roundCount} (${r.first} first): ours ${rate(rows, r.ours.ms)} rows/s (${r.ours.objects} objects, peak RSS ${r.ours.peakRssMb} MB), ceiling ${rate(rows, r.baseline.ms)} rows/s, ratio ${ratio(rate(rows, r.ours.ms), rate(rows, r.baseline.ms))}`),
+        (r) => log(`round ${r.round}/${roundCount} (${r.first} first): ours ${rate(rows, r.ours.ms)} rows/s (${r.ours.objects} objects, peak RSS ${r.ours.peakRssMb} MB from ${r.ours.baselineRssMb}), ceiling ${rate(rows, r.baseline.ms)} rows/s, ratio ${ratio(rate(rows, r.ours.ms), rate(rows, r.baseline.ms))}`),
       );
       const perRound = rounds.map((r) => ({
         round: r.round,
@@ -88,6 +88,7 @@ export const archiveSuite: BenchSuite = {
           peakRssMb: Math.max(...perRound.map((r) => r.peakRssMb)),
           peakRssMbPerRound: perRound.map((r) => r.peakRssMb),
           baselineRssMb: rounds[0]!.ours.baselineRssMb,
+          baselineRssMbPerRound: rounds.map((r) => r.ours.baselineRssMb),
           objects: last.ours.objects,
           archivedMb: round1(last.ours.bytes / 1e6),
           // The median round's profile: where the time of each batch went.
