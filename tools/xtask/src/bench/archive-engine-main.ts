@@ -2,6 +2,7 @@
 // its own so its peak RSS is the archiver's alone (not the benchmark's, nor the S3 server's).
 // Argument: a JSON object (database URL, store settings, batch, gzip level, key prefix). Prints
 // one JSON line: rows, bytes, objects, ms, peak and starting RSS (MB), and every batch's profile.
+import { readFileSync } from 'node:fs';
 import { createClient } from '@craig/db';
 import { createArchiveEngine, defineArchiveSpec, fixpoints, registerArchiveSpecs, type BatchProfile } from '@craig/retention';
 import { createObjectStore } from '@craig/store';
@@ -29,8 +30,19 @@ global.gc?.();
 const startRss = process.memoryUsage.rss();
 let peak = startRss;
 const parts = { heapTotal: 0, external: 0, arrayBuffers: 0 };
+/** VmHWM from /proc/self/status (Linux), in bytes; undefined elsewhere. */
+function ownHighWaterMark(): number | undefined {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    return m ? Number(m[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const sampler = setInterval(() => {
-  peak = Math.max(peak, process.memoryUsage.rss());
+  const now = process.memoryUsage.rss();
+  peak = Math.max(peak, now);
   if (process.env.CRAIG_BENCH_MEMORY) {
     const m = process.memoryUsage();
     for (const k of ['heapTotal', 'external', 'arrayBuffers'] as const) parts[k] = Math.max(parts[k], m[k]);
@@ -40,7 +52,10 @@ const started = performance.now();
 const report = await engine.runCycle();
 const ms = performance.now() - started;
 clearInterval(sampler);
-peak = Math.max(peak, process.memoryUsage.rss(), process.resourceUsage().maxRSS * 1024);
+// The kernel's high-water mark of this process's own memory (VmHWM), which catches a peak
+// between two samples. Not getrusage's maxRSS: that survives execve, so a child spawned by a
+// benchmark holding 200 MB reports at least 200 MB whatever it uses itself.
+peak = Math.max(peak, process.memoryUsage.rss(), ownHighWaterMark() ?? 0);
 store.close();
 if (process.env.CRAIG_BENCH_MEMORY) process.stderr.write(`memory peaks MB: ${JSON.stringify(Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, Math.round(v / 1e6)])))}\n`);
 const table = report.tables[0]!;
