@@ -14,7 +14,7 @@ import type { FaultService } from '../stack.ts';
 import { sleep, waitFor } from '../wait.ts';
 
 /** Every /readyz answer from now on (0: no answer), until stopped. */
-function watchReadiness(services: readonly FaultService[]): { stop(): Map<string, number[]> } {
+function watchReadiness(services: readonly FaultService[]): { stop(): Map<string, number[]>; green(timeoutMs: number): Promise<void> } {
   const seen = new Map<string, number[]>(services.map((s) => [s.supervisor.name, []]));
   let running = true;
   const loop = (async () => {
@@ -42,8 +42,20 @@ function watchReadiness(services: readonly FaultService[]): { stop(): Map<string
       void loop;
       return seen;
     },
+    // Until every service last answered 200, or the time is up (the check then reports the order).
+    async green(timeoutMs) {
+      const until = performance.now() + timeoutMs;
+      while (running && performance.now() < until && [...seen.values()].some((list) => list.at(-1) !== 200)) await sleep(150);
+    },
   };
 }
+
+/**
+ * How long readiness may stay red once the data has recovered. The archiver can be done within
+ * a second or two of the restart, before the pool behind /readyz has reconnected (a fixed 2 s
+ * grace then failed the check while the service was still coming back).
+ */
+const READY_AGAIN_MS = 30_000;
 
 /** Readiness went red (anything but 200) after the fault and green again after it. */
 function redThenGreen(out: Outcome, transitions: Map<string, number[]>): void {
@@ -112,7 +124,8 @@ function drainScenario(transport: 'postgres' | 'rabbitmq', downMs: number, fast:
         throw error;
       });
       out.recoverMs = performance.now() - crashedAt;
-      await sleep(2000);
+      // The data recovered; readiness may follow a little later (the pool reconnects on its own schedule).
+      await watch.green(READY_AGAIN_MS);
       redThenGreen(out, watch.stop());
       const rows = await count(audit, 'audit_log');
       const distinct = await count(audit, '(select distinct event_id from audit_log) d');
@@ -174,7 +187,8 @@ export const pgRestartPrune: FaultScenario = {
     holder.release();
     await waitFor('every eligible row pruned after the restart', async () => (await count(sql, 'event_outbox', 'published_at is not null')) === 0, { timeoutMs: 120_000, intervalMs: 250 });
     out.recoverMs = performance.now() - crashedAt;
-    await sleep(2000);
+    // The data recovered; readiness may follow a little later (the pool reconnects on its own schedule).
+    await watch.green(READY_AGAIN_MS);
     redThenGreen(out, watch.stop());
     const deleted = await count(sql, 'fault_deleted_event_outbox');
     out.equal('rows deleted', deleted, aged);
@@ -224,7 +238,8 @@ export const pgRestartArchive: FaultScenario = {
       { timeoutMs: 180_000, intervalMs: 1000 },
     );
     out.recoverMs = performance.now() - crashedAt;
-    await sleep(2000);
+    // The data recovered; readiness may follow a little later (the pool reconnects on its own schedule).
+    await watch.green(READY_AGAIN_MS);
     redThenGreen(out, watch.stop());
     await lockFree(out, sql, LOCK_KEYS.archiveLease, 'archive lease');
     // What the crashed cycle wrote but never committed (its log says which: the commit that
