@@ -2,32 +2,22 @@
 // of the same rows on a copy of the same database, each with a sync writer upserting into an
 // unaffected library of the same server the whole time.
 import { DEFAULT_STEP_PAUSE_MS, DEFAULT_WINDOW_MS, DEFAULT_WINDOW_STEPS, RUNTIME_ROLE, status, stepWindow, type StepTimings } from '@craig/cleanup';
-import { createClient, type Sql } from '@craig/db';
+import { createClient } from '@craig/db';
 import { UsageError, writeLine } from '../command.ts';
 import { buildFixture, copyDatabase, dropDatabase, warm, WRITER_ITEMS, type Fixture } from './cleanup-fixture.ts';
 import { latencyStats, printTable, rate, ratio, writeResult } from './measure.ts';
 import { alternate, machineInfo, roundsOption, runRecord, spread } from './rounds.ts';
 import type { BenchSuite } from './suite.ts';
-import { statsIn, TimedProbe } from './timed-probe.ts';
+import { statsIn } from './timed-probe.ts';
+import { startWriter } from './writer.ts';
 
 const WRITER_PAGE = 10;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 type Window = readonly [number, number];
 
-/** A sync writer: upserts a page of existing items into the unaffected library, through the triggers. */
-function syncWriter(sql: Sql, fixture: Fixture): TimedProbe {
-  let next = 0;
-  return new TimedProbe(
-    async () => {
-      const ids = Array.from({ length: WRITER_PAGE }, () => `w-${(next++ % WRITER_ITEMS) + 1}`);
-      await sql`
-        insert into items (server_id, library_id, external_id, title)
-        select ${fixture.serverId}, ${fixture.writerLibrary}, x, 'rev ' || ${next} from unnest(${ids}::text[]) as x
-        on conflict (server_id, external_id) do update set title = excluded.title, updated_at = now()`;
-    },
-    { pauseMs: 2, classify: (e) => ((e as { code?: string }).code === '55P03' ? 'nowait' : ((e as { code?: string }).code ?? 'error')) },
-  );
-}
+/** The sync writer, in a process of its own: upserts a page of existing items into the unaffected library, through the triggers. */
+const syncWriter = (fixture: Fixture, url = fixture.url) =>
+  startWriter({ kind: 'items', url, role: RUNTIME_ROLE, serverId: fixture.serverId, libraryId: fixture.writerLibrary, page: WRITER_PAGE, items: WRITER_ITEMS });
 
 /**
  * The stepped prune in alternating windows: `activeMs` of back-to-back steps (with `pauseMs`
@@ -35,14 +25,12 @@ function syncWriter(sql: Sql, fixture: Fixture): TimedProbe {
  * writer's samples from the gaps are its idle baseline, taken under the same background load.
  */
 async function runOurs(fixture: Fixture, o: { pauseMs: number; activeMs: number; gapMs: number; windowSteps: number; windowMs: number }) {
-  const writerSql = createClient(fixture.url, { service: 'bench-writer', max: 1, role: RUNTIME_ROLE });
   const stepSql = createClient(fixture.url, { service: 'bench-steps', max: 1, role: RUNTIME_ROLE });
   const timings: StepTimings[] = [];
   const active: Window[] = [];
   const idle: Window[] = [];
   try {
-    const probe = syncWriter(writerSql, fixture);
-    probe.start();
+    const writer = await syncWriter(fixture);
     let mark = performance.now();
     await sleep(o.gapMs);
     idle.push([mark, performance.now()]);
@@ -63,23 +51,21 @@ async function runOurs(fixture: Fixture, o: { pauseMs: number; activeMs: number;
       await sleep(o.gapMs);
       idle.push([mark, performance.now()]);
     }
-    await probe.stop();
+    const samples = await writer.stop();
     const job = await status(stepSql, fixture.jobId);
     const activeMs = active.reduce((n, [a, b]) => n + (b - a), 0);
-    return { activeMs, windows: active.length, steps, job, timings, writer: statsIn(probe.samples, active), idle: statsIn(probe.samples, idle) };
+    return { activeMs, windows: active.length, steps, job, timings, writer: statsIn(samples, active), idle: statsIn(samples, idle) };
   } finally {
-    await Promise.all([writerSql.end(), stepSql.end()]);
+    await stepSql.end();
   }
 }
 
 /** One unbounded DELETE on the copy, the writer running before, during and after it. */
 async function runCeiling(fixture: Fixture, url: string, idleMs: number) {
-  const writerSql = createClient(url, { service: 'bench-writer', max: 1, role: RUNTIME_ROLE });
   // The owner: the runtime role may delete items only through cleanup_step (ADR-063).
   const deleter = createClient(url, { service: 'bench-delete', max: 1, statementTimeoutMs: 0 });
   try {
-    const probe = syncWriter(writerSql, fixture);
-    probe.start();
+    const writer = await syncWriter(fixture, url);
     const before: Window = [performance.now(), performance.now() + idleMs];
     await sleep(idleMs);
     const started = performance.now();
@@ -91,10 +77,10 @@ async function runCeiling(fixture: Fixture, url: string, idleMs: number) {
     const ended = performance.now();
     await sleep(idleMs);
     const after: Window = [ended, performance.now()];
-    await probe.stop();
-    return { ms: ended - started, deleted: result.count, writer: statsIn(probe.samples, [[started, ended]]), idle: statsIn(probe.samples, [before, after]) };
+    const samples = await writer.stop();
+    return { ms: ended - started, deleted: result.count, writer: statsIn(samples, [[started, ended]]), idle: statsIn(samples, [before, after]) };
   } finally {
-    await Promise.all([writerSql.end(), deleter.end()]);
+    await deleter.end();
   }
 }
 

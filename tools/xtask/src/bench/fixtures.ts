@@ -1,8 +1,9 @@
-import { createClient, migrate, type Sql } from '@craig/db';
+import { migrate, type Sql } from '@craig/db';
 import { MQ_MIGRATIONS } from '@craig/mq';
 import { testDatabase, type TestDatabase } from '@craig/testkit';
 import postgres from 'postgres';
-import { LatencyProbe } from './measure.ts';
+import { sampleStats } from './measure.ts';
+import { startWriter, type RemoteWriter } from './writer.ts';
 
 /**
  * A fresh copy of an `event_outbox` of `rows` rows laid out like a real one: ids and
@@ -88,21 +89,18 @@ async function peerOutbox(sql: postgres.Sql): Promise<void> {
 
 /**
  * A single-row writer beside a cleanup of `table` (our `event_outbox`, or a peer's table of the
- * same shape): each call is one autocommit INSERT, 5 ms apart.
+ * same shape): each call is one autocommit INSERT, 5 ms apart, in a process of its own (writer.ts).
  */
 export function outboxWriter(url: string, table = 'event_outbox') {
-  const sql = createClient(url, { service: 'bench-writer', max: 1 });
-  const insert =
-    table === 'event_outbox'
-      ? () => sql`insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload) values (gen_random_uuid(), 'case', 'w', 'case.opened', '{"w":1}')`
-      : () => sql`insert into ${sql(table)} (id, aggregate_type, aggregate_id, message_type, payload) values (gen_random_uuid(), 'case', 'w', 'case.opened', '{"w":1}')`;
-  const probe = new LatencyProbe(insert, { pauseMs: 5, classify: (e) => String((e as { code?: string }).code ?? 'error') });
+  let writer: RemoteWriter | undefined;
   return {
-    start: () => probe.start(),
+    /** Resolves once the writer's process is connected, warm and writing. */
+    start: async () => {
+      writer = await startWriter({ kind: 'outbox', url, table });
+    },
     stop: async () => {
-      const stats = await probe.stop();
-      await sql.end();
-      return stats;
+      if (!writer) throw new Error('the writer was not started');
+      return sampleStats(await writer.stop());
     },
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LatencyProbe, latencyStats, percentile, rate, ratio } from './measure.ts';
+import { latencyStats, percentile, rate, ratio, sampleStats, TimedProbe } from './measure.ts';
 
 describe('bench measurements', () => {
   it('nearest-rank percentiles', () => {
@@ -18,7 +18,7 @@ describe('bench measurements', () => {
 
   it('the probe times successes and counts failures by kind', async () => {
     let n = 0;
-    const probe = new LatencyProbe(
+    const probe = new TimedProbe(
       async () => {
         n++;
         if (n % 3 === 0) throw Object.assign(new Error('busy'), { code: '55P03' });
@@ -28,7 +28,8 @@ describe('bench measurements', () => {
     );
     probe.start();
     await new Promise((r) => setTimeout(r, 60));
-    const stats = await probe.stop();
+    await probe.stop();
+    const stats = sampleStats(probe.samples);
     expect(stats.attempts).toBe(n);
     expect(stats.failures['55P03']).toBe(Math.floor(n / 3));
     expect(stats.count).toBe(n - Math.floor(n / 3));

@@ -37,7 +37,7 @@ export interface TimedSample {
 }
 
 /**
- * Like `LatencyProbe`, but every sample keeps its start time, so one continuous writer can be
+ * Runs `op` back to back (with `pauseMs` between calls) until stopped; every sample keeps its start time, so one continuous writer can be
  * split into the windows it ran in (steps running / not running). On a shared, noisy machine
  * that compares like with like: both sides see the same background load, interleaved in time.
  */
@@ -74,32 +74,15 @@ export class TimedProbe {
   }
 }
 
-/**
- * Runs `op` back to back (with `pauseMs` between calls) until stopped, and summarizes: the
- * "concurrent writer" beside a prune or cleanup. Failures are counted by `kind` (what
- * `classify` returns) and not timed.
- */
-export class LatencyProbe {
-  private readonly probe: TimedProbe;
-
-  constructor(op: () => Promise<unknown>, options: { pauseMs?: number; classify?: (error: unknown) => string } = {}) {
-    this.probe = new TimedProbe(op, options);
+/** Latency of the successful samples, and the failures by kind (what the probe's `classify` returned). */
+export function sampleStats(samples: readonly TimedSample[]): LatencyStats & { failures: Record<string, number>; attempts: number } {
+  const failures: Record<string, number> = {};
+  const ok: number[] = [];
+  for (const s of samples) {
+    if (s.failure) failures[s.failure] = (failures[s.failure] ?? 0) + 1;
+    else ok.push(s.ms);
   }
-
-  start(): void {
-    this.probe.start();
-  }
-
-  async stop(): Promise<LatencyStats & { failures: Record<string, number>; attempts: number }> {
-    await this.probe.stop();
-    const failures: Record<string, number> = {};
-    const ok: number[] = [];
-    for (const s of this.probe.samples) {
-      if (s.failure) failures[s.failure] = (failures[s.failure] ?? 0) + 1;
-      else ok.push(s.ms);
-    }
-    return { ...latencyStats(ok), failures, attempts: this.probe.samples.length };
-  }
+  return { ...latencyStats(ok), failures, attempts: samples.length };
 }
 
 /** Write `bench/results/<suite>.json` and return its path. */

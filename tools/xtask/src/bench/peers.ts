@@ -65,11 +65,11 @@ async function runOne(rows: number, c: Contender, batch: number, idleSeconds: nu
     const cutoff = new Date();
     const pendingBefore = await pendingCount(db, table, cutoff);
     const idleProbe = outboxWriter(db.url, table);
-    idleProbe.start();
+    await idleProbe.start();
     await sleep(idleSeconds * 1000);
     const writerIdle = await idleProbe.stop();
     const probe = outboxWriter(db.url, table);
-    probe.start();
+    await probe.start();
     const started = performance.now();
     const deleted = await clean(db, c, batch);
     const ms = performance.now() - started;

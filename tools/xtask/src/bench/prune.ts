@@ -34,7 +34,7 @@ export async function timed(db: TestDatabase, withWriter: boolean, body: (batchM
   const lsn = await walPosition(db.sql);
   const batchMs: number[] = [];
   const batchRows: number[] = [];
-  probe?.start();
+  await probe?.start();
   const started = performance.now();
   const deleted = await body(batchMs, batchRows);
   const ms = performance.now() - started;
@@ -169,7 +169,7 @@ export const pruneSuite: BenchSuite = {
             // The writer's idle baseline, on the same copy just before the prune.
             const probe = outboxWriter(db.url);
             await warm(db.sql);
-            probe.start();
+            await probe.start();
             await sleep(idleSeconds * 1000);
             const idle = await probe.stop();
             return { idle, run: await ours(db, batch, true) };
