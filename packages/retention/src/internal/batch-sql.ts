@@ -198,16 +198,19 @@ class ArrayLiteral {
     this.out = new Bytes(capacity);
     this.out.byte(OPEN_BRACE);
   }
-  add(src: Buffer, start: number, end: number): void {
+  /** `plain`: the text holds no quote or backslash (a number, a uuid, a tid), so it is copied unscanned. */
+  add(src: Buffer, start: number, end: number, plain = false): void {
     if (this.n++ > 0) this.out.byte(COMMA);
     this.out.byte(QUOTE);
     // Inside double quotes only '"' and '\' need a backslash (text keys may hold them).
-    for (let i = start; i < end; i++) {
-      const b = src[i]!;
-      if (b === QUOTE || b === BACKSLASH) {
-        this.out.copy(src, start, i);
-        this.out.byte(BACKSLASH);
-        start = i;
+    if (!plain) {
+      for (let i = start; i < end; i++) {
+        const b = src[i]!;
+        if (b === QUOTE || b === BACKSLASH) {
+          this.out.copy(src, start, i);
+          this.out.byte(BACKSLASH);
+          start = i;
+        }
       }
     }
     this.out.copy(src, start, end);
@@ -226,12 +229,14 @@ class Extreme {
   private plain = false;
   /** sign 0: every offer is kept (the last one wins). */
   constructor(private readonly sign: 1 | -1 | 0) {}
-  /** Offer src[start, end); kept when it sorts before (sign -1) or after (sign 1) the current. */
-  offer(src: Buffer, start: number, end: number): void {
-    const plain = this.sign !== 0 && isPlainTimestamp(src, start, end);
+  /**
+   * Offer src[start, end); kept when it sorts before (sign -1) or after (sign 1) the current.
+   * `plain`: the caller's {@link isPlainTimestamp} of these bytes (asked once per row for both ends).
+   */
+  offer(src: Buffer, start: number, end: number, plain = false): void {
     if (this.length >= 0 && this.sign !== 0) {
       const cmp = plain && this.plain
-        ? src.compare(this.bytes, 0, this.length, start, end)
+        ? compareBytes(src, start, end, this.bytes, this.length)
         : compareText(timestampOrder(src.toString('latin1', start, end)), timestampOrder(this.text()));
       if (cmp * this.sign <= 0) return;
     }
@@ -245,6 +250,16 @@ class Extreme {
 }
 
 const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** src[start, end) against other[0, length) byte by byte (short texts: a loop beats Buffer#compare's native call). */
+function compareBytes(src: Buffer, start: number, end: number, other: Buffer, length: number): number {
+  const n = Math.min(end - start, length);
+  for (let i = 0; i < n; i++) {
+    const d = src[start + i]! - other[i]!;
+    if (d !== 0) return d;
+  }
+  return end - start - length;
+}
 
 /** A four-digit AD year (`2026-…`, no ` BC`): such texts sort as their bytes do. */
 function isPlainTimestamp(src: Buffer, start: number, end: number): boolean {
@@ -274,6 +289,8 @@ class BatchRows {
   private readonly tsField: number;
   /** `{"col":` and `,"col":` for each column: the JSON line's fixed bytes. */
   private readonly names: readonly Buffer[];
+  /** Per field: 1 when its type's text never holds a byte JSON escapes (copied as is). */
+  private readonly plain: Uint8Array;
   private readonly starts: Int32Array;
   private readonly ends: Int32Array;
   private carry: Buffer | undefined;
@@ -291,6 +308,7 @@ class BatchRows {
     this.keyField = 2 + plan.columns.indexOf(plan.spec.keyColumn);
     this.tsField = 2 + plan.columns.indexOf(plan.spec.timestampColumn);
     this.names = plan.columns.map((c, i) => Buffer.from(`${i === 0 ? '{' : ','}${JSON.stringify(c)}:`, 'utf8'));
+    this.plain = Uint8Array.from([0, 0, ...plan.columns.map((c) => (PLAIN_TYPES.has(plan.types.get(c) ?? '') ? 1 : 0))]);
     this.starts = new Int32Array(this.fields);
     this.ends = new Int32Array(this.fields);
   }
@@ -344,23 +362,33 @@ class BatchRows {
     if (this.count === 0) this.minKey = buf.toString('utf8', starts[keyField], ends[keyField]);
     this.lastKey.offer(buf, starts[keyField]!, ends[keyField]!);
     this.count++;
-    this.xmins.add(buf, starts[0]!, ends[0]!);
-    this.ctids.add(buf, starts[1]!, ends[1]!);
-    this.keys.add(buf, starts[keyField]!, ends[keyField]!);
-    this.minTs.offer(buf, starts[tsField]!, ends[tsField]!);
-    this.maxTs.offer(buf, starts[tsField]!, ends[tsField]!);
+    this.xmins.add(buf, starts[0]!, ends[0]!, true);
+    this.ctids.add(buf, starts[1]!, ends[1]!, true);
+    this.keys.add(buf, starts[keyField]!, ends[keyField]!, this.plain[keyField] === 1);
+    const plainTs = isPlainTimestamp(buf, starts[tsField]!, ends[tsField]!);
+    this.minTs.offer(buf, starts[tsField]!, ends[tsField]!, plainTs);
+    this.maxTs.offer(buf, starts[tsField]!, ends[tsField]!, plainTs);
     // The JSON line: every value a JSON string of its text, or null.
+    const { plain } = this;
     let size = 2;
-    for (let f = 2; f < this.fields; f++) size += this.names[f - 2]!.length + (starts[f]! < 0 ? 4 : 2 + 6 * (ends[f]! - starts[f]!));
+    for (let f = 2; f < this.fields; f++) size += this.names[f - 2]!.length + (starts[f]! < 0 ? 4 : 2 + (plain[f] === 1 ? 1 : 6) * (ends[f]! - starts[f]!));
     if (this.body.length > 0 && this.body.length + size > BODY_PIECE_BYTES) this.flush();
     const out = this.body;
     out.reserve(size);
+    const target = out.buf;
+    let at = out.length;
     for (let f = 2; f < this.fields; f++) {
       const name = this.names[f - 2]!;
-      out.length = copyBytes(name, 0, name.length, out.buf, out.length);
-      if (starts[f]! < 0) out.length += NULL_JSON.copy(out.buf, out.length);
-      else out.length = jsonString(buf, starts[f]!, ends[f]!, out.buf, out.length);
+      at = copyBytes(name, 0, name.length, target, at);
+      const start = starts[f]!;
+      if (start < 0) at += NULL_JSON.copy(target, at);
+      else if (plain[f] === 1) {
+        target[at++] = QUOTE;
+        at = copyBytes(buf, start, ends[f]!, target, at);
+        target[at++] = QUOTE;
+      } else at = jsonString(buf, start, ends[f]!, target, at);
     }
+    out.length = at;
     out.buf[out.length++] = CLOSE_BRACE;
     out.buf[out.length++] = NEWLINE_BYTE;
   }
@@ -394,6 +422,13 @@ class BatchRows {
 }
 
 const NULL_JSON = Buffer.from('null');
+
+/**
+ * Types (as `format_type` names them) whose text form, under {@link CANONICAL_OUTPUT}, is only
+ * digits, letters, `-+.: ` and never a quote, backslash or control character: their bytes go
+ * into the JSON string unscanned. Domains and everything else take the escaping path.
+ */
+const PLAIN_TYPES: ReadonlySet<string> = new Set(['smallint', 'integer', 'bigint', 'numeric', 'real', 'double precision', 'oid', 'uuid', 'boolean', 'date', 'timestamp with time zone', 'timestamp without time zone', 'time without time zone']);
 const HEX = Buffer.from('0123456789abcdef');
 
 /** Which bytes a JSON string must escape, and how: 0 none, 1 `\uXXXX`, else the letter after `\`. */
