@@ -30,11 +30,20 @@ export interface HttpAppOptions {
   /** Run by `/readyz`; any failure answers 503 naming the check. */
   readonly readiness?: readonly ReadinessCheck[];
   /**
+   * Longest a readiness check may take before `/readyz` counts it failed (default
+   * {@link READINESS_TIMEOUT_MS}): a database that accepts connections but never answers makes
+   * the probe a prompt 503 naming the check, not a request that hangs until the prober gives up.
+   */
+  readonly readinessTimeoutMs?: number;
+  /**
    * Largest request body of a route that declares no `bodyLimit` of its own (default 16 KiB).
    * A route that takes more says so next to its schema (`{ bodyLimit: 256 * 1024 }`).
    */
   readonly bodyLimitBytes?: number;
 }
+
+/** Default longest wait for one readiness check. */
+export const READINESS_TIMEOUT_MS = 2000;
 
 /** Default request body limit of a route that declares none. */
 export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024;
@@ -197,14 +206,22 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
 
   app.get('/healthz', async () => ({ status: 'ok', service: options.service }));
 
+  const readinessTimeoutMs = options.readinessTimeoutMs ?? READINESS_TIMEOUT_MS;
+  if (!Number.isFinite(readinessTimeoutMs) || readinessTimeoutMs <= 0) throw new RangeError(`readinessTimeoutMs must be a positive number of milliseconds: ${readinessTimeoutMs}`);
   app.get('/readyz', async (_request, reply) => {
     const results = await Promise.all(
       (options.readiness ?? []).map(async (c) => {
+        let timer: NodeJS.Timeout | undefined;
+        const timedOut = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`did not answer within ${readinessTimeoutMs} ms`)), readinessTimeoutMs);
+        });
         try {
-          await c.check();
+          await Promise.race([c.check(), timedOut]);
           return { name: c.name, ok: true };
         } catch (error) {
           return { name: c.name, ok: false, error: (error as Error).message };
+        } finally {
+          clearTimeout(timer);
         }
       }),
     );
