@@ -83,8 +83,8 @@ describe('bootService', () => {
       const body = encodeEnvelope({ eventId, eventType: 'case.opened', aggregateType: 'case', aggregateId: randomUUID(), source: 'cases', occurredAt: new Date().toISOString(), headersJson: '{}', payloadJson: '{}' });
       await booted.transport.publish([{ eventId, routingKey: 'case.opened', body }]);
       await eventually(() => expect(handled).toEqual(['case.opened']));
-      const [inbox] = await db.sql`select consumer from event_inbox where event_id = ${eventId}`;
-      expect(inbox).toEqual({ consumer: 'boot-test.cases' });
+      // The handler runs inside the inbox transaction: its row is visible once that commits.
+      await eventually(async () => expect(await db.sql`select consumer from event_inbox where event_id = ${eventId}`).toEqual([{ consumer: 'boot-test.cases' }]));
     } finally {
       await life.stop();
     }

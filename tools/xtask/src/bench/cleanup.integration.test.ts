@@ -33,7 +33,8 @@ describe('pnpm xtask bench cleanup (small)', () => {
     expect(result.writer.idle.attempts).toBeGreaterThan(0);
     expect(Object.keys(result.ours.profile.phases)).toEqual(['lock', 'discover', 'fence', 'delete', 'record', 'roundTrip']);
     expect(out.text()).toContain('stepped prune');
-  });
+    // Two rounds build a template and four copies: well over the default 30 s on a loaded machine.
+  }, 120_000);
 
   it('refuses nonsense options with usage', async () => {
     expect(await runXtask(['bench', 'cleanup', '--rows', '12'], { root, stdout: capture(), stderr: capture() })).toBe(2);

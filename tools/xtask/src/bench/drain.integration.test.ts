@@ -33,7 +33,8 @@ describe('pnpm xtask bench drain (small)', () => {
     expect(result.rabbitmq.brokerVersion).toMatch(/^\d+\./);
     expect(result.load.before).toHaveLength(3);
     expect(out.text()).toContain('postgres bus: bare multi-row INSERT');
-  });
+    // Two rounds on each transport, each on fresh copies: 22 s in a loaded CI run.
+  }, 120_000);
 
   it('refuses a transport it does not know, naming it', async () => {
     const err = capture();
