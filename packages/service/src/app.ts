@@ -4,6 +4,7 @@ import type { Registry } from 'prom-client';
 import { adminTokenCheck, UnauthorizedError } from './admin-auth.ts';
 import { auditOf, finishAudit, startAudit, summarize } from './admin-audit.ts';
 import { errorBody, httpStatusFor } from './http-errors.ts';
+import { withTimeout } from './internal/timeout.ts';
 import { InvalidRequestError } from './validation.ts';
 
 declare module 'fastify' {
@@ -211,17 +212,11 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   app.get('/readyz', async (_request, reply) => {
     const results = await Promise.all(
       (options.readiness ?? []).map(async (c) => {
-        let timer: NodeJS.Timeout | undefined;
-        const timedOut = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`did not answer within ${readinessTimeoutMs} ms`)), readinessTimeoutMs);
-        });
         try {
-          await Promise.race([c.check(), timedOut]);
+          await withTimeout(c.check(), readinessTimeoutMs, () => new Error(`did not answer within ${readinessTimeoutMs} ms`));
           return { name: c.name, ok: true };
         } catch (error) {
           return { name: c.name, ok: false, error: (error as Error).message };
-        } finally {
-          clearTimeout(timer);
         }
       }),
     );

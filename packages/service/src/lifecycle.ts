@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { withTimeout } from './internal/timeout.ts';
 
 /**
  * Things a service started, stopped in reverse order: the HTTP server stops taking requests
@@ -21,10 +22,7 @@ export class Lifecycle {
       for (const step of [...this.steps].reverse()) {
         const started = performance.now();
         try {
-          await Promise.race([
-            step.stop(),
-            new Promise((_, reject) => setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs).unref()),
-          ]);
+          await withTimeout(step.stop(), timeoutMs, () => new Error(`timed out after ${timeoutMs} ms`));
           this.logger.info({ step: step.name, ms: Math.round(performance.now() - started) }, 'stopped');
         } catch (error) {
           this.logger.error({ step: step.name, err: error }, 'stop failed');

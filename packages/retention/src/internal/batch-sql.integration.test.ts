@@ -36,9 +36,9 @@ function collect(): BodySink & { text(): string } {
 }
 
 /** PostgreSQL's row_to_json of every column as text, in the reader's canonical settings. */
-async function postgresLines(): Promise<unknown[]> {
-  const columns = plan.columns.map((c) => reader`${reader(`t.${c}`)}::text as ${reader(c)}`).reduce((a, b) => reader`${a}, ${b}`);
-  const rows = await reader<{ line: string }[]>`select row_to_json(c)::text as line from audit_events t cross join lateral (select ${columns}) c order by t.id`;
+async function postgresLines(of: TablePlan = plan): Promise<unknown[]> {
+  const columns = of.columns.map((c) => reader`${reader(`t.${c}`)}::text as ${reader(c)}`).reduce((a, b) => reader`${a}, ${b}`);
+  const rows = await reader<{ line: string }[]>`select row_to_json(c)::text as line from ${reader(of.spec.table)} t cross join lateral (select ${columns}) c order by t.id`;
   return rows.map((r) => JSON.parse(r.line) as unknown);
 }
 
@@ -86,10 +86,8 @@ describe('the batch COPY', () => {
       const sink = collect();
       const batch = await selectBatch(reader, valuesPlan, 30, 10, undefined, sink);
       const lines = sink.text().split('\n').slice(0, -1);
-      const columns = valuesPlan.columns.map((c) => reader`${reader(`t.${c}`)}::text as ${reader(c)}`).reduce((a, b) => reader`${a}, ${b}`);
-      const expected = await reader<{ line: string }[]>`select row_to_json(c)::text as line from plain_values t cross join lateral (select ${columns}) c order by t.id`;
       expect(batch.count).toBe(4);
-      expect(lines.map((l) => JSON.parse(l) as unknown)).toEqual(expected.map((r) => JSON.parse(r.line) as unknown));
+      expect(lines.map((l) => JSON.parse(l) as unknown)).toEqual(await postgresLines(valuesPlan));
       const [span] = await reader<{ min: string; max: string }[]>`select min(occurred_at)::text as min, max(occurred_at)::text as max from plain_values`;
       expect(batch).toMatchObject({ minKey: '-9223372036854775808', maxKey: '9223372036854775807', minTs: span!.min, maxTs: span!.max });
       expect(batch.keys).toBe('{"-9223372036854775808","0","1","9223372036854775807"}');
