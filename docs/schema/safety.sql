@@ -115,3 +115,35 @@ CREATE INDEX safety_reports_by_case ON public.safety_reports USING btree (case_i
 CREATE INDEX safety_reports_by_time ON public.safety_reports USING btree (reported_at, id);
 
 CREATE UNIQUE INDEX safety_reports_pkey ON public.safety_reports USING btree (id);
+
+CREATE OR REPLACE FUNCTION public.event_outbox_claim(p_limit integer, p_max_bytes bigint, p_horizon timestamp with time zone)
+ RETURNS TABLE(id text, event_id text, aggregate_type text, aggregate_id text, event_type text, payload text, headers text, created_at timestamp with time zone, attempts integer, past_horizon boolean, claimed_bytes bigint)
+ LANGUAGE plpgsql
+AS $function$
+declare
+  due refcursor;
+  v_rows integer := 0;
+begin
+  if p_limit < 1 or p_max_bytes < 1 then
+    raise exception 'event_outbox_claim: limit % / max bytes % must be positive', p_limit, p_max_bytes using errcode = '22023';
+  end if;
+  open due for
+    select o.id::text, o.event_id::text, o.aggregate_type, o.aggregate_id, o.event_type,
+           o.payload::text, o.headers::text, o.created_at, o.attempts,
+           coalesce(o.replayed_at is not null and o.created_at < p_horizon, false)
+    from event_outbox o
+    where o.published_at is null and o.parked_at is null
+      and (o.next_attempt_at is null or o.next_attempt_at <= now())
+    order by o.id
+    for update skip locked;
+  loop
+    fetch due into id, event_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at, attempts, past_horizon;
+    exit when not found;
+    v_rows := v_rows + 1;
+    claimed_bytes := coalesce(claimed_bytes, 0) + octet_length(payload) + octet_length(headers);
+    return next;
+    exit when v_rows >= p_limit or claimed_bytes >= p_max_bytes;
+  end loop;
+  close due;
+end
+$function$;

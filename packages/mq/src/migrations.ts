@@ -26,6 +26,8 @@ export const MQ_MIGRATIONS: MigrationSet = Object.freeze({
       // `on conflict (target) do update set target = …`: a latch is never rewritten, only kept.
       prune_latch: ['target'],
     },
+    // The drain's claim (sql/000005_outbox_claim.sql), with the caller's rights.
+    functions: ['event_outbox_claim(integer, bigint, timestamptz)'],
   }),
 });
 

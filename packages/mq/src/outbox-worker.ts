@@ -3,7 +3,7 @@ import pino, { type Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { POLL_INTERVAL_MS, PRUNE_EVERY_TICKS, pruneJitter } from './cadence.ts';
 import { Baton } from './internal/baton.ts';
-import { drainBatch, type DrainContext, type DrainResult } from './internal/drain.ts';
+import { drainBatch, type BatchOutcome, type DrainContext, type DrainResult } from './internal/drain.ts';
 import { assertWindows, type RetentionWindows } from './internal/horizon.ts';
 import { sleep } from './internal/sleep.ts';
 import { mqMetrics, type MqMetrics } from './metrics.ts';
@@ -27,8 +27,14 @@ export interface OutboxWorkerOptions {
   readonly maxAttempts: number;
   readonly registry: Registry;
   readonly logger?: Logger;
-  /** Rows claimed per drain batch; default 1,000. */
+  /** Most rows one drain batch claims; default {@link DEFAULT_DRAIN_BATCH}. */
   readonly batchSize?: number;
+  /**
+   * A drain batch's claim stops at the row that brings its payload and headers text to this
+   * many bytes; default {@link DEFAULT_DRAIN_BATCH_BYTES}. With `drainLanes`, it bounds the
+   * memory a backlog of large events can take: about lanes × (this + one event) of event text.
+   */
+  readonly batchBytes?: number;
   /**
    * Batches in flight at once while draining a backlog; default 2. Claims and publish calls
    * still go in id order (one batch's confirms and COMMIT overlap the next one's claim). The
@@ -47,6 +53,11 @@ export interface OutboxWorkerOptions {
   /** Longest wait between drains while the transport is unreachable; default 30 s. */
   readonly maxBackoffMs?: number;
 }
+
+/** Most rows one drain batch claims, by default. */
+export const DEFAULT_DRAIN_BATCH = 4000;
+/** Payload and headers text one drain batch claims, by default (it stops at the row reaching it). */
+export const DEFAULT_DRAIN_BATCH_BYTES = 8 * 1024 * 1024;
 
 /** Ticks between refreshes of the pending/parked gauges. */
 const GAUGE_EVERY_TICKS = 15;
@@ -74,7 +85,7 @@ export class OutboxWorker {
   constructor(private readonly options: OutboxWorkerOptions) {
     assertWindows(options.retention);
     if (!Number.isInteger(options.maxAttempts) || options.maxAttempts < 1) throw new RangeError(`maxAttempts must be a positive integer: ${options.maxAttempts}`);
-    for (const [name, value] of [['batchSize', options.batchSize], ['drainLanes', options.drainLanes]] as const) {
+    for (const [name, value] of [['batchSize', options.batchSize], ['batchBytes', options.batchBytes], ['drainLanes', options.drainLanes]] as const) {
       if (value !== undefined && (!Number.isInteger(value) || value < 1)) throw new RangeError(`${name} must be a positive integer: ${value}`);
     }
     this.logger = options.logger ?? pino({ level: 'silent' });
@@ -105,7 +116,8 @@ export class OutboxWorker {
       service: this.options.service,
       retention: this.options.retention,
       maxAttempts: this.options.maxAttempts,
-      batchSize: this.options.batchSize ?? 1000,
+      batchSize: this.options.batchSize ?? DEFAULT_DRAIN_BATCH,
+      batchBytes: this.options.batchBytes ?? DEFAULT_DRAIN_BATCH_BYTES,
       logger: this.logger,
       metrics: this.metrics,
       ...(turn ? { turn } : {}),
@@ -113,8 +125,8 @@ export class OutboxWorker {
   }
 
   /** Publish one batch of pending rows, oldest first (see the package README for the guarantees). */
-  drainOnce(): Promise<DrainResult> {
-    return drainBatch(this.context());
+  async drainOnce(): Promise<DrainResult> {
+    return (await drainBatch(this.context())).result;
   }
 
   /**
@@ -122,7 +134,6 @@ export class OutboxWorker {
    * `drainLanes` batches in flight. Returns the totals; throws what a batch threw.
    */
   async drain(signal?: AbortSignal): Promise<DrainResult> {
-    const batchSize = this.options.batchSize ?? 1000;
     const lanes = this.options.drainLanes ?? 2;
     const turn = new Baton();
     const total = { claimed: 0, published: 0, failed: 0, parked: 0, unavailable: 0 };
@@ -130,16 +141,18 @@ export class OutboxWorker {
     let failure: { error: unknown } | undefined;
     const lane = async () => {
       while (!stop && !signal?.aborted) {
-        let r: DrainResult;
+        let batch: BatchOutcome;
         try {
-          r = await drainBatch(this.context(turn));
+          batch = await drainBatch(this.context(turn));
         } catch (error) {
           failure ??= { error };
           stop = true;
           return;
         }
+        const r = batch.result;
         for (const k of Object.keys(total) as Array<keyof DrainResult>) total[k] += r[k];
-        if (r.unavailable > 0 || r.claimed < batchSize) stop = true;
+        // A claim that was not full took every due row there was (this tick is done).
+        if (r.unavailable > 0 || !batch.full) stop = true;
       }
     };
     await Promise.all(Array.from({ length: lanes }, lane));

@@ -57,6 +57,14 @@ const stage = (n: number, eventType = 'case.opened') =>
     return ids;
   });
 
+/** `n` events whose payload is a JSON string of `chars` characters. */
+const stageSized = (n: number, chars: number) =>
+  pool.begin(async (tx) => {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) ids.push((await stageEvent(tx, { aggregateType: 'case', aggregateId: `c${i}`, eventType: 'case.opened', payload: 'x'.repeat(chars) })).eventId);
+    return ids;
+  });
+
 const row = async (eventId: string) => (await db.sql`select published_at, created_at, attempts, parked_at, parked_reason, last_error, next_attempt_at from event_outbox where event_id = ${eventId}`)[0]!;
 
 describe('stageEvent', () => {
@@ -130,6 +138,38 @@ describe('OutboxWorker.drainOnce', () => {
     const w = worker({ batchSize: 7, drainLanes: 3 });
     expect(await w.drain()).toEqual({ claimed: 60, published: 60, failed: 0, parked: 0, unavailable: 0 });
     await eventually(() => expect(seen).toHaveLength(60));
+    expect(seen.map((e) => e.eventId)).toEqual(ids);
+  });
+
+  it('stops a claim at its byte budget and locks no row past it: the next claim takes the rows right after', async () => {
+    // Each row carries 1,004 bytes of payload and headers text ('"xx…x"' and '{}').
+    const ids = await stageSized(10, 1000);
+    const budget = { batchSize: 50, batchBytes: 2500 };
+    // The first drain holds its claim (inside its publish) until released.
+    let claimed!: () => void;
+    let release!: () => void;
+    const holding = new Promise<void>((r) => (claimed = r));
+    const gate = new Promise<void>((r) => (release = r));
+    const held: Transport = { ...transport, kind: transport.kind, maxMessageBytes: transport.maxMessageBytes, publish: async (m) => (claimed(), await gate, transport.publish(m)) };
+    const first = worker({ ...budget, transport: held }).drainOnce();
+    await holding;
+    // Rows 1–3 reach the budget (3,012 bytes ≥ 2,500); rows 4–6 are free for the next claim.
+    expect(await worker(budget).drainOnce()).toEqual({ claimed: 3, published: 3, failed: 0, parked: 0, unavailable: 0 });
+    release();
+    expect(await first).toEqual({ claimed: 3, published: 3, failed: 0, parked: 0, unavailable: 0 });
+    await eventually(() => expect(seen.map((e) => e.eventId)).toEqual([...ids.slice(3, 6), ...ids.slice(0, 3)]));
+    // A row larger than the whole budget still goes, alone.
+    expect(await worker({ batchBytes: 10 }).drainOnce()).toEqual({ claimed: 1, published: 1, failed: 0, parked: 0, unavailable: 0 });
+    expect(await db.sql`select event_id::text from event_outbox where published_at is null order by id`).toEqual(ids.slice(7).map((event_id) => ({ event_id })));
+  });
+
+  it('drains a backlog past claims cut by their byte budget, in staging order', async () => {
+    const ids = await stageSized(10, 1000);
+    // Claims of three rows each (the last one of one row), two in flight: the drain must not
+    // take a claim cut by bytes for the end of the backlog.
+    const w = worker({ batchSize: 50, batchBytes: 2500, drainLanes: 2 });
+    expect(await w.drain()).toEqual({ claimed: 10, published: 10, failed: 0, parked: 0, unavailable: 0 });
+    await eventually(() => expect(seen).toHaveLength(10));
     expect(seen.map((e) => e.eventId)).toEqual(ids);
   });
 

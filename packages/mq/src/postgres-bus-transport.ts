@@ -113,16 +113,26 @@ class PostgresBusTransport implements Transport {
     try {
       // One statement: fan out to every matching subscription, in publish order, and notify
       // each consumer that got rows. Atomic: all of the batch or none of it. Concurrent calls
-      // run one after another, so one call's rows never interleave with another's ids.
+      // run one after another, so one call's rows never interleave with another's ids. Headers
+      // that every message of the call shares (an outbox drain's retention headers) are sent and
+      // parsed once, not once per message.
+      const shared = sharedHeaders(sendable);
       const insert = () => this.sql`
         with m as (
-          select v.event_id::uuid as event_id, v.routing_key, v.body, v.headers, v.ord::int as ord
-          from (values ${this.sql(sendable.map((m, i) => [m.eventId, m.routingKey, m.body, JSON.stringify(m.headers ?? {}), i]))}) as v(event_id, routing_key, body, headers, ord)
+          select v.event_id::uuid as event_id, v.routing_key, v.body, ${shared === undefined ? this.sql`v.headers::jsonb` : this.sql`null::jsonb`} as headers, v.ord::int as ord
+          from (values ${this.sql(sendable.map((m, i) => (shared === undefined ? [m.eventId, m.routingKey, m.body, headersJson(m.headers), i] : [m.eventId, m.routingKey, m.body, i])))}) as v(event_id, routing_key, body, ${shared === undefined ? this.sql`headers, ` : this.sql``}ord)
+        ), h as materialized (
+          select ${shared ?? '{}'}::text::jsonb as headers
+        ), routes as (
+          -- Each routing key is matched against the subscriptions once, not once per message.
+          select k.routing_key, s.consumer
+          from (select distinct routing_key from m) k
+          join bus_subscriptions s on ('.' || k.routing_key) ~ s.pattern_regex
         ), ins as (
           insert into bus_deliveries (consumer, event_id, routing_key, body, headers)
-          select s.consumer, m.event_id, m.routing_key, m.body, m.headers::jsonb
-          from m join bus_subscriptions s on ('.' || m.routing_key) ~ s.pattern_regex
-          order by m.ord, s.consumer
+          select r.consumer, m.event_id, m.routing_key, m.body, coalesce(m.headers, h.headers)
+          from m join routes r on r.routing_key = m.routing_key cross join h
+          order by m.ord, r.consumer
           returning consumer
         )
         select pg_notify(${BUS_CHANNEL}, c.consumer) from (select distinct consumer from ins) c`;
@@ -222,6 +232,17 @@ class PostgresBusTransport implements Transport {
     loop.start();
     return loop;
   }
+}
+
+/** The headers' JSON when every message carries the same headers object (or none), else undefined. */
+function sharedHeaders(messages: readonly OutgoingMessage[]): string | undefined {
+  const first = messages[0]?.headers;
+  for (const m of messages) if (m.headers !== first) return undefined;
+  return headersJson(first);
+}
+
+function headersJson(headers: OutgoingMessage['headers']): string {
+  return JSON.stringify(headers ?? {});
 }
 
 function fill(outcomes: PublishOutcome[], index: readonly number[], outcome: PublishOutcome): PublishOutcome[] {

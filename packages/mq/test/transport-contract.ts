@@ -71,6 +71,19 @@ export function transportContract(name: string, setup: () => Promise<ContractHar
       await sub.close();
     });
 
+    it('delivers headers that a whole batch shares on every message of it', async () => {
+      const consumer = harness.consumer('shared-headers');
+      const got = recorder<Delivery>();
+      const sub = await transport.subscribe({ consumer, patterns: ['case.*'], maxRetries: 0, prefetch: 1 }, got.handler);
+      // One headers object for every message, as an outbox drain sends its retention windows.
+      const headers = { 'outbox-days': '30', 'inbox-days': '31' };
+      const sent = Array.from({ length: 5 }, (_, i) => ({ ...message(i % 2 ? 'case.closed' : 'case.opened', { n: i }), headers }));
+      expect(await transport.publish(sent)).toEqual(sent.map(() => ({ ok: true })));
+      const items = await got.waitFor(sent.length);
+      expect(items.map((d) => [d.eventId, d.routingKey, d.headers])).toEqual(sent.map((m) => [m.eventId, m.routingKey, headers]));
+      await sub.close();
+    });
+
     it('fans out to every consumer whose patterns match, and to no other', async () => {
       const [a, b, c] = [harness.consumer('fan-a'), harness.consumer('fan-b'), harness.consumer('fan-c')];
       const ga = recorder<Delivery>();

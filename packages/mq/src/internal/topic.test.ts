@@ -29,6 +29,14 @@ describe('topic patterns', () => {
     expect(re.test('.placement.ended')).toBe(false);
   });
 
+  it('remembers valid keys only: a bad key is refused however many good ones were checked before it', () => {
+    // More distinct valid keys than the memo holds, so it fills and starts over on the way.
+    for (let i = 0; i < 3000; i++) assertRoutingKey(`case.k${i}`);
+    for (const bad of ['', 'case..opened', 'case opened', 'case.*']) expect(() => assertRoutingKey(bad, 'routingKey')).toThrow(InvalidEventError);
+    expect(() => assertRoutingKey(42)).toThrow(/non-empty string/);
+    expect(() => assertRoutingKey('case.k2999')).not.toThrow();
+  });
+
   it('refuses malformed keys and patterns, naming them', () => {
     for (const bad of ['', 'case..opened', '.case', 'case.', 'case opened', 'case.*', 'ca#se']) expect(() => assertRoutingKey(bad)).toThrow(InvalidEventError);
     for (const bad of ['', 'case..*', 'case.**', 'ca*', 'a.#b', 'a b']) expect(() => assertTopicPattern(bad)).toThrow(InvalidEventError);

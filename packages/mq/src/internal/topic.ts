@@ -6,13 +6,23 @@ import { InvalidEventError } from '../errors.ts';
 const WORD = /^[A-Za-z0-9_-]+$/;
 const MAX_KEY_BYTES = 255; // AMQP shortstr
 
+/**
+ * Keys already found valid: a service has a handful of event types, and every message of a
+ * drained batch is checked twice (the drain, then the transport). Bounded: cleared when full.
+ */
+const validKeys = new Set<string>();
+const VALID_KEYS_MAX = 1024;
+
 /** Throws `InvalidEventError` unless `key` is a routing key (`case.opened`). */
 export function assertRoutingKey(key: unknown, field = 'eventType'): asserts key is string {
+  if (typeof key === 'string' && validKeys.has(key)) return;
   if (typeof key !== 'string' || key.length === 0) throw new InvalidEventError(field, key, 'must be a non-empty string');
   if (Buffer.byteLength(key) > MAX_KEY_BYTES) throw new InvalidEventError(field, key, `must be at most ${MAX_KEY_BYTES} bytes`);
   for (const word of key.split('.')) {
     if (!WORD.test(word)) throw new InvalidEventError(field, key, 'must be dot-separated words of letters, digits, "_" or "-"');
   }
+  if (validKeys.size >= VALID_KEYS_MAX) validKeys.clear();
+  validKeys.add(key);
 }
 
 /** Throws `InvalidEventError` unless `pattern` is a topic pattern (`case.*`, `#`, `rule.#.failed`). */

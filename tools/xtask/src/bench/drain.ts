@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createClient, migrationTemplate } from '@craig/db';
-import { BUS_MIGRATIONS, createPostgresBusTransport, createRabbitMqTransport, encodeEnvelope, OutboxWorker, retentionHeaders, type Transport } from '@craig/mq';
+import { BUS_MIGRATIONS, createPostgresBusTransport, createRabbitMqTransport, DEFAULT_DRAIN_BATCH, encodeEnvelope, OutboxWorker, retentionHeaders, type Transport } from '@craig/mq';
 import { rabbitmq, testDatabase, type TestDatabase } from '@craig/testkit';
 import { connect, type ConfirmChannel } from 'amqplib';
 import { Registry } from 'prom-client';
@@ -224,7 +224,8 @@ export const drainSuite: BenchSuite = {
   options: ['events', 'batch', 'lanes', 'transport', 'rounds'],
   async run(ctx, options) {
     const events = Number(options.get('events') ?? 100_000);
-    const batchSize = Number(options.get('batch') ?? 1000);
+    // The worker's own default, which the bare INSERT's statements match row for row.
+    const batchSize = Number(options.get('batch') ?? DEFAULT_DRAIN_BATCH);
     const lanes = Number(options.get('lanes') ?? 2);
     const rounds = roundsOption(options);
     const which = options.get('transport') ?? 'both';

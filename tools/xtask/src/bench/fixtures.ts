@@ -1,4 +1,4 @@
-import { migrate, type Sql } from '@craig/db';
+import { migrate, migrationTemplate, type Sql } from '@craig/db';
 import { MQ_MIGRATIONS } from '@craig/mq';
 import { testDatabase, type TestDatabase } from '@craig/testkit';
 import postgres from 'postgres';
@@ -13,13 +13,15 @@ import { startWriter, type RemoteWriter } from './writer.ts';
  * template (vacuumed and analyzed), then copied with CREATE DATABASE … TEMPLATE, so every run
  * starts from an identical table.
  */
-export function outboxCopy(rows: number, options: { pending?: 'aged' | 'all'; peer?: boolean } = {}): Promise<TestDatabase> {
+export async function outboxCopy(rows: number, options: { pending?: 'aged' | 'all'; peer?: boolean } = {}): Promise<TestDatabase> {
   const allPending = options.pending === 'all';
+  // The schema's own content hash: a new outbox migration builds a new template.
+  const schema = (await migrationTemplate([MQ_MIGRATIONS])).id.slice(0, 8);
   return testDatabase({
     prefix: 'craig_bench',
     max: 2,
     template: {
-      id: `bench${allPending ? 'pend' : options.peer ? 'peer' : 'out'}v3n${rows}`,
+      id: `bench${allPending ? 'pend' : options.peer ? 'peer' : 'out'}v3n${rows}s${schema}`,
       async build(url) {
         await migrate(url, [MQ_MIGRATIONS], { service: 'bench' });
         const sql = postgres(url, { max: 1, onnotice: () => {}, connection: { statement_timeout: 0 } });
