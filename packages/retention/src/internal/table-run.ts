@@ -42,7 +42,6 @@ type Failure = { readonly error: NonNullable<TableReport['error']>; readonly sto
 interface InFlight {
   /** The batch's ids and span (its body went to the compressor as it was read). */
   readonly batch: SelectedBatch;
-  readonly rawBytes: number;
   readonly archiveId: string;
   readonly key: string;
   readonly started: number;
@@ -164,7 +163,7 @@ export async function archiveTable(ctx: EngineContext, db: CycleConnections, pla
       ctx.options.onBatchProfile?.({
         table: spec.table,
         rows: flight.batch.count,
-        rawBytes: flight.rawBytes,
+        rawBytes: flight.batch.rawBytes,
         bytes: stored.bytes,
         selectMs: flight.selectMs,
         gzipMs: flight.times.gzipMs,
@@ -248,7 +247,7 @@ function store(ctx: EngineContext, table: string, batch: SelectedBatch, compress
       return failed(ctx, { table, archiveId, key, rows: batch.count, started }, 'store_failed', error, storeDown);
     }
   })();
-  return { batch, rawBytes: batch.rawBytes, archiveId, key, started, selectMs, times, stored };
+  return { batch, archiveId, key, started, selectMs, times, stored };
 }
 
 /** The ledger row and the exact delete (one gate call) and the hook, in one transaction; returns a failure or nothing. */

@@ -10,7 +10,7 @@ import { migrationTemplate } from '@craig/db';
 import { DEFAULT_GZIP_LEVEL, RETENTION_MIGRATIONS, type BatchProfile } from '@craig/retention';
 import { createObjectStore, type ObjectStore } from '@craig/store';
 import { s3, testDatabase, type S3TestServer, type TestDatabase } from '@craig/testkit';
-import postgres, { type Sql } from 'postgres';
+import type { Sql } from 'postgres';
 import type { CommandContext } from '../command.ts';
 import { formatBytes } from '../progress.ts';
 import { printTable, rate, ratio, writeResult } from './measure.ts';
@@ -51,7 +51,7 @@ export const archiveSuite: BenchSuite = {
           },
           baseline: async () => {
             await freshCopy(db.sql);
-            const r = await measureCeiling(db.url, db.sql, store, level);
+            const r = await measureCeiling(db.sql, store, level);
             if (r.rows !== rows) throw new Error(`the ceiling deleted ${r.rows} of ${rows} rows`);
             return r;
           },
@@ -208,16 +208,13 @@ function summarizeProfile(profiles: readonly BatchProfile[], wallMs: number) {
   };
 }
 
-async function measureCeiling(url: string, sql: Sql, store: ObjectStore, level: number): Promise<{ rows: number; bytes: number; ms: number; copyMs: number; deleteMs: number }> {
-  // A connection of its own, closed after the COPY: postgres.js can leave a connection's socket
-  // paused after a COPY stream, hanging the next query on it (porsager/postgres#499, #1016).
-  const copySql = postgres(url, { max: 1, onnotice: () => {} });
+async function measureCeiling(sql: Sql, store: ObjectStore, level: number): Promise<{ rows: number; bytes: number; ms: number; copyMs: number; deleteMs: number }> {
   const started = performance.now();
   // COPY emits one chunk per row: coalesce into 1 MB buffers before zlib.
   const gz = createGzip({ level });
   const compressed: Buffer[] = [];
   gz.on('data', (c: Buffer) => compressed.push(c));
-  const copy = await copySql`copy (select * from audit_log where occurred_at < now() - make_interval(days => 90) order by id) to stdout`.readable();
+  const copy = await sql`copy (select * from audit_log where occurred_at < now() - make_interval(days => 90) order by id) to stdout`.readable();
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   for await (const chunk of copy) {
@@ -233,7 +230,6 @@ async function measureCeiling(url: string, sql: Sql, store: ObjectStore, level: 
   gz.end();
   await once(gz, 'end');
   const body = Buffer.concat(compressed);
-  void copySql.end({ timeout: 0 });
   await store.putCreate(`bench/ceiling/${randomUUID()}.tsv.gz`, body);
   const copyMs = performance.now() - started;
   const deleteStarted = performance.now();
