@@ -152,6 +152,7 @@ describe('OutboxWorker loop', () => {
   it('refuses options that make no sense', () => {
     expect(() => new OutboxWorker(options({ maxAttempts: 0 }))).toThrow(RangeError);
     expect(() => new OutboxWorker(options({ batchBytes: 0 }))).toThrow(/batchBytes must be a positive integer: 0/);
+    expect(() => new OutboxWorker(options({ batchSize: 10_001 }))).toThrow(/batchSize must be at most 10000: 10001/);
     expect(() => new OutboxWorker(options({ retention: { outboxDays: -1, inboxDays: 31 } }))).toThrow(/outboxDays/);
   });
 });

@@ -27,7 +27,7 @@ export interface OutboxWorkerOptions {
   readonly maxAttempts: number;
   readonly registry: Registry;
   readonly logger?: Logger;
-  /** Most rows one drain batch claims; default {@link DEFAULT_DRAIN_BATCH}. */
+  /** Most rows one drain batch claims, at most {@link MAX_DRAIN_BATCH}; default {@link DEFAULT_DRAIN_BATCH}. */
   readonly batchSize?: number;
   /**
    * A drain batch's claim stops at the row that brings its payload and headers text to this
@@ -56,6 +56,11 @@ export interface OutboxWorkerOptions {
 
 /** Most rows one drain batch claims, by default. */
 export const DEFAULT_DRAIN_BATCH = 4000;
+/**
+ * The largest drain batch: one batch is one statement on the PostgreSQL bus, five parameters a
+ * message, and a statement takes at most 65,535.
+ */
+export const MAX_DRAIN_BATCH = 10_000;
 /** Payload and headers text one drain batch claims, by default (it stops at the row reaching it). */
 export const DEFAULT_DRAIN_BATCH_BYTES = 8 * 1024 * 1024;
 
@@ -88,6 +93,7 @@ export class OutboxWorker {
     for (const [name, value] of [['batchSize', options.batchSize], ['batchBytes', options.batchBytes], ['drainLanes', options.drainLanes]] as const) {
       if (value !== undefined && (!Number.isInteger(value) || value < 1)) throw new RangeError(`${name} must be a positive integer: ${value}`);
     }
+    if (options.batchSize !== undefined && options.batchSize > MAX_DRAIN_BATCH) throw new RangeError(`batchSize must be at most ${MAX_DRAIN_BATCH}: ${options.batchSize}`);
     this.logger = options.logger ?? pino({ level: 'silent' });
     this.metrics = mqMetrics(options.registry);
     this.everyTicks = options.pruneEveryTicks ?? PRUNE_EVERY_TICKS;

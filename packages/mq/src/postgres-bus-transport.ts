@@ -123,8 +123,9 @@ class PostgresBusTransport implements Transport {
           from (values ${this.sql(sendable.map((m, i) => (shared === undefined ? [m.eventId, m.routingKey, m.body, headersJson(m.headers), i] : [m.eventId, m.routingKey, m.body, i])))}) as v(event_id, routing_key, body, ${shared === undefined ? this.sql`headers, ` : this.sql``}ord)
         ), h as materialized (
           select ${shared ?? '{}'}::text::jsonb as headers
-        ), routes as (
-          -- Each routing key is matched against the subscriptions once, not once per message.
+        ), routes as materialized (
+          -- Each routing key is matched against the subscriptions once, not once per message
+          -- (materialized: inlined, the planner could join the messages in first).
           select k.routing_key, s.consumer
           from (select distinct routing_key from m) k
           join bus_subscriptions s on ('.' || k.routing_key) ~ s.pattern_regex

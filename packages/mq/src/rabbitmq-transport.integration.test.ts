@@ -37,7 +37,7 @@ describe('RabbitMQ transport recovery', () => {
   afterAll(async () => {
     const conn = await connect(url);
     const ch = await conn.createChannel();
-    for (const q of ['survivor', 'cancelled', 'dead-letter']) await ch.deleteQueue(`${exchange}.${q}`);
+    for (const q of ['survivor', 'cancelled', 'stall', 'dead-letter']) await ch.deleteQueue(`${exchange}.${q}`);
     await ch.deleteExchange(exchange);
     await ch.deleteExchange(`${exchange}.dlx`);
     await conn.close();
@@ -62,6 +62,47 @@ describe('RabbitMQ transport recovery', () => {
       await eventually(() => expect(got).toContain(after.eventId), { timeoutMs: 10_000 });
     } finally {
       await sub.close({ graceMs: 0 });
+      await transport.close({ graceMs: 0 });
+      await proxy.close();
+    }
+  });
+
+  it('waits for confirms while they keep coming, and gives a batch up only after publishTimeoutMs without one', async () => {
+    const { hostname, port } = new URL(url);
+    const proxy = await tcpProxy(hostname, Number(port || 5672));
+    const transport = await createRabbitMqTransport({ url: proxy.via(url), exchange, service: 'recover', publishTimeoutMs: 300 });
+    const conn = await connect(url);
+    const batch = (n: number) => Array.from({ length: n }, () => ({ eventId: randomUUID(), routingKey: 's.x', body: '{"x":1}' }));
+    try {
+      const ch = await conn.createChannel();
+      await ch.assertQueue(`${exchange}.stall`, { durable: true });
+      await ch.bindQueue(`${exchange}.stall`, exchange, 's.*');
+      expect(await transport.publish(batch(1))).toEqual([{ ok: true }]);
+      // A broker that confirms slowly but steadily: what it sends back goes through one AMQP
+      // frame's worth (a basic.ack is 21 bytes; the broker acks 3,000 messages in about ten)
+      // every 100 ms.
+      proxy.hold();
+      const trickle = setInterval(() => proxy.release(21), 100);
+      const started = performance.now();
+      const slow = await transport.publish(batch(3000));
+      const slowMs = performance.now() - started;
+      clearInterval(trickle);
+      expect(slow.filter((o) => o.ok)).toHaveLength(3000);
+      // Longer than publishTimeoutMs in all: only a stall of that long gives a batch up.
+      expect(slowMs).toBeGreaterThan(600);
+      // A broker that stops answering: the batch is given up after publishTimeoutMs, not hung.
+      const stalledAt = performance.now();
+      const stalled = await transport.publish(batch(3));
+      const stalledMs = performance.now() - stalledAt;
+      expect(stalled).toEqual(Array.from({ length: 3 }, () => expect.objectContaining({ ok: false, kind: 'unavailable' })));
+      expect(stalledMs).toBeGreaterThanOrEqual(290);
+      expect(stalledMs).toBeLessThan(3000);
+      proxy.flow();
+      await eventually(async () => expect(await transport.publish(batch(1))).toEqual([{ ok: true }]), { timeoutMs: 10_000 });
+    } finally {
+      // A held connection could not close (its close waits for the broker's answer).
+      proxy.flow();
+      await conn.close();
       await transport.close({ graceMs: 0 });
       await proxy.close();
     }

@@ -31,7 +31,11 @@ export interface RabbitMqTransportOptions {
   /** Shown as the connection name in the broker. */
   readonly service: string;
   readonly maxMessageBytes?: number;
-  /** A batch's confirms must arrive within this; late ones count as unavailable. Default 10 s. */
+  /**
+   * How long a publish waits for its next confirm: a batch whose confirms stop coming for this
+   * long counts its unconfirmed messages as unavailable. A broker that confirms slowly but
+   * steadily is waited for, however large the batch. Default 10 s.
+   */
   readonly publishTimeoutMs?: number;
   /** How long creating the transport waits for the first connection (it keeps trying after). Default 10 s. */
   readonly connectTimeoutMs?: number;
@@ -174,6 +178,9 @@ class RabbitMqTransport implements Transport {
     }
     const { channel } = state;
     const settled: Promise<void>[] = [];
+    /** Messages the broker has answered (confirmed, nacked or failed), for the stall timeout. */
+    let confirmed = 0;
+    let gaveUp = false;
     let closed = false;
     const onClose = () => (closed = true);
     channel.once('close', onClose);
@@ -188,6 +195,10 @@ class RabbitMqTransport implements Transport {
           settled.push(
             new Promise<void>((resolve) => {
               const done = (error: unknown) => {
+                confirmed++;
+                // A batch given up on (confirms stalled) was answered already: a late confirm
+                // or a failure from the channel's close must not rewrite what its caller has.
+                if (gaveUp) return resolve();
                 if (!error) outcomes[i] = { ok: true };
                 else if (String((error as Error).message) === 'message nacked' || state.error) {
                   outcomes[i] = { ok: false, kind: 'rejected', error: new PublishRejectedError(m.eventId, state.error ? state.error.message : 'nacked by the broker', error) };
@@ -222,15 +233,22 @@ class RabbitMqTransport implements Transport {
       this.sendTail = sending.catch(() => undefined);
       await sending;
       const timeoutMs = this.options.publishTimeoutMs ?? 10_000;
-      const timer = new AbortController();
-      const complete = await Promise.race([Promise.all(settled).then(() => true), sleep(timeoutMs, timer.signal).then(() => false)]);
-      timer.abort();
-      if (!complete) {
-        // Confirms that never came: reset the channel so a late confirm cannot be mistaken for
-        // a new one, and report the rest unavailable (they may still arrive: at-least-once).
+      const all = Promise.all(settled).then(() => true);
+      // Wait while confirms keep coming: give up only after timeoutMs without a new one.
+      for (;;) {
+        const before = confirmed;
+        const timer = new AbortController();
+        const complete = await Promise.race([all, sleep(timeoutMs, timer.signal).then(() => false)]);
+        timer.abort();
+        if (complete) break;
+        if (confirmed > before) continue;
+        // Confirms that stopped coming: reset the channel so a late confirm cannot be mistaken
+        // for a new one, and report the rest unavailable (they may still arrive: at-least-once).
+        // The close is not waited for: a broker that stopped answering may never answer it.
+        gaveUp = true;
         this.publishChannel = undefined;
-        await channel.close().catch(() => {});
-        return unavailable(new TransportUnavailableError(`RabbitMQ did not confirm within ${timeoutMs} ms`));
+        void channel.close().catch(() => {});
+        return unavailable(new TransportUnavailableError(`RabbitMQ sent no confirm for ${timeoutMs} ms (${confirmed} of ${sendable.length} confirmed)`));
       }
     } finally {
       channel.removeListener('close', onClose);
