@@ -54,33 +54,39 @@ const WORK = [
 ] as const;
 
 /**
- * Sample the server's sessions every 25 ms until stopped: which ones are running a sweep's
- * DELETE, an archive batch's delete or a cleanup step right now, per database, and whether each
- * holds that work's advisory lock. Two at once, or one without the lock, is what the locks exist
- * to prevent (a lock taken on one connection while the work runs on another would show here).
+ * Sample the server's sessions every 5 ms until stopped, all kinds of work in one query: which
+ * ones are running a sweep's DELETE, an archive batch's delete or a cleanup step right now, per
+ * database, and whether each holds that work's advisory lock. Two at once, or one without the
+ * lock, is what the locks exist to prevent (a lock taken on one connection while the work runs
+ * on another would show here). A sweep of the devstack's seeded history is a few statements of
+ * a few milliseconds each, so the sampling has to be this fine to see one at all.
  */
 function sampleWork(url: string): { stop(): Promise<Map<string, Sightings>> } {
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   const found = new Map<string, Sightings>(WORK.map((w) => [w.kind, { seen: 0, concurrent: 0, unlocked: 0 }]));
+  const kinds = WORK.map((w) => w.kind);
   let running = true;
   const loop = (async () => {
     while (running) {
-      for (const w of WORK) {
-        const rows = await sql<{ datname: string; holds: boolean }[]>`
-          select a.datname, exists (
-                   select 1 from pg_locks l
-                   where l.pid = a.pid and l.locktype = 'advisory' and l.granted and l.objsubid = 1
-                     and ((l.classid::bigint << 32) | l.objid::bigint) = ${w.key.toString()}::bigint) as holds
-          from pg_stat_activity a
-          where a.state = 'active' and a.application_name like ${'%' + w.app} and a.query ilike ${w.query} and a.pid <> pg_backend_pid()`.catch(() => []);
-        const f = found.get(w.kind)!;
+      const rows = await sql<{ kind: string; datname: string; holds: boolean }[]>`
+        select w.kind, a.datname, exists (
+                 select 1 from pg_locks l
+                 where l.pid = a.pid and l.locktype = 'advisory' and l.granted and l.objsubid = 1
+                   and ((l.classid::bigint << 32) | l.objid::bigint) = w.key) as holds
+        from pg_stat_activity a
+        join unnest(${kinds}::text[], ${WORK.map((w) => '%' + w.app)}::text[], ${WORK.map((w) => w.query)}::text[], ${WORK.map((w) => w.key.toString())}::bigint[]) as w(kind, app, query, key)
+          on a.application_name like w.app and a.query ilike w.query
+        where a.state = 'active' and a.pid <> pg_backend_pid()`.catch(() => []);
+      for (const kind of kinds) {
+        const mine = rows.filter((r) => r.kind === kind);
+        const f = found.get(kind)!;
         const perDb = new Map<string, number>();
-        for (const r of rows) perDb.set(r.datname, (perDb.get(r.datname) ?? 0) + 1);
-        if (rows.length > 0) f.seen++;
+        for (const r of mine) perDb.set(r.datname, (perDb.get(r.datname) ?? 0) + 1);
+        if (mine.length > 0) f.seen++;
         if ([...perDb.values()].some((n) => n > 1)) f.concurrent++;
-        if (rows.some((r) => !r.holds)) f.unlocked++;
+        if (mine.some((r) => !r.holds)) f.unlocked++;
       }
-      await new Promise((r) => setTimeout(r, 25));
+      await new Promise((r) => setTimeout(r, 5));
     }
   })();
   return {
