@@ -31,8 +31,9 @@ export interface OutboxWorkerOptions {
   readonly batchSize?: number;
   /**
    * A drain batch's claim stops at the row that brings its payload and headers text to this
-   * many bytes; default {@link DEFAULT_DRAIN_BATCH_BYTES}. With `drainLanes`, it bounds the
-   * memory a backlog of large events can take: about lanes × (this + one event) of event text.
+   * many bytes; default {@link DEFAULT_DRAIN_BATCH_BYTES}. With `drainLanes`, it bounds what a
+   * backlog of large events can take: lanes × (this + one event) of claimed event text (about
+   * three times that in memory, with the encoded messages and the transport's copies).
    */
   readonly batchBytes?: number;
   /**

@@ -179,7 +179,7 @@ class RabbitMqTransport implements Transport {
     const { channel } = state;
     const settled: Promise<void>[] = [];
     /** Messages the broker has answered (confirmed, nacked or failed), for the stall timeout. */
-    let confirmed = 0;
+    let answered = 0;
     let gaveUp = false;
     let closed = false;
     const onClose = () => (closed = true);
@@ -195,7 +195,7 @@ class RabbitMqTransport implements Transport {
           settled.push(
             new Promise<void>((resolve) => {
               const done = (error: unknown) => {
-                confirmed++;
+                answered++;
                 // A batch given up on (confirms stalled) was answered already: a late confirm
                 // or a failure from the channel's close must not rewrite what its caller has.
                 if (gaveUp) return resolve();
@@ -236,19 +236,19 @@ class RabbitMqTransport implements Transport {
       const all = Promise.all(settled).then(() => true);
       // Wait while confirms keep coming: give up only after timeoutMs without a new one.
       for (;;) {
-        const before = confirmed;
+        const before = answered;
         const timer = new AbortController();
         const complete = await Promise.race([all, sleep(timeoutMs, timer.signal).then(() => false)]);
         timer.abort();
         if (complete) break;
-        if (confirmed > before) continue;
+        if (answered > before) continue;
         // Confirms that stopped coming: reset the channel so a late confirm cannot be mistaken
         // for a new one, and report the rest unavailable (they may still arrive: at-least-once).
         // The close is not waited for: a broker that stopped answering may never answer it.
         gaveUp = true;
         this.publishChannel = undefined;
         void channel.close().catch(() => {});
-        return unavailable(new TransportUnavailableError(`RabbitMQ sent no confirm for ${timeoutMs} ms (${confirmed} of ${sendable.length} confirmed)`));
+        return unavailable(new TransportUnavailableError(`RabbitMQ sent no confirm for ${timeoutMs} ms (${answered} of ${sendable.length} answered)`));
       }
     } finally {
       channel.removeListener('close', onClose);
