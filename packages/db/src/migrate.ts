@@ -112,7 +112,10 @@ export async function migrate(url: string, sets: readonly MigrationSet[], option
       // transaction, under the migrator lock: two replicas never grant on one catalog row at once.
       const role = await ensureRuntimeRole(sql, options.runtime);
       const grants = await sql.begin((tx) => applyRuntimeGrants(tx as unknown as typeof sql, options.runtime!.role, mergeRuntimeGrants(sets.map((s) => s.runtimeGrants))));
-      options.logger?.info({ role: role.role, created: role.created, altered: role.altered, tables: grants.tables, functions: grants.functions }, 'runtime role granted');
+      options.logger?.info({ role: role.role, created: role.created, altered: role.altered, tables: grants.tables, functions: grants.functions, parameters: role.parameters.map((p) => `${p.parameter}:${p.status}`) }, 'runtime role granted');
+      for (const p of role.parameters.filter((x) => x.status === 'refused')) {
+        options.logger?.warn({ role: role.role, parameter: p.parameter, reason: p.reason }, `runtime role may not SET ${p.parameter}: its retention sweeps run with the server's setting (grant it as a superuser: GRANT SET ON PARAMETER ${p.parameter} TO ${role.role}; docs/adr/069-prune-wal-compression.md)`);
+      }
       return { applied: report, alreadyApplied: files.length - pending.length, runtime: { role, grants } };
     },
     { service: `${options.service}:migrate`, ...(options.signal ? { signal: options.signal } : {}) },

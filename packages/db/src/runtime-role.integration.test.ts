@@ -2,13 +2,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { testDatabase, type TestDatabase } from '@craig/testkit';
+import { dropRoles, testDatabase, type TestDatabase } from '@craig/testkit';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RuntimeRoleError } from './errors.ts';
 import { migrate, migrationTemplate, type MigrationSet } from './migrate.ts';
 import { applyRuntimeGrants, defineRuntimeGrants } from './runtime-grants.ts';
 import { ensureRuntimeRole } from './runtime-role.ts';
+import { compressSessionWal } from './wal-compression.ts';
 
 // Roles are cluster-wide: each test names its own and drops it at the end (after the databases
 // that hold its grants).
@@ -49,7 +50,7 @@ afterAll(async () => {
   // Its grants went with the database; now the roles can go.
   const admin = postgres(Object.assign(new URL(db.url), { pathname: '/postgres' }).toString(), { max: 1, onnotice: () => {} });
   try {
-    for (const role of roles) await admin.unsafe(`drop role if exists ${role}`);
+    await dropRoles(admin, roles);
   } finally {
     await admin.end({ timeout: 1 });
   }
@@ -75,6 +76,54 @@ describe('ensureRuntimeRole', () => {
     const [attrs] = await db.sql`select rolcanlogin, rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls from pg_roles where rolname = ${role}`;
     expect(attrs).toEqual({ rolcanlogin: true, rolsuper: false, rolcreatedb: false, rolcreaterole: false, rolreplication: false, rolbypassrls: false });
     expect(await ensureRuntimeRole(db.sql, { role })).toMatchObject({ created: false, altered: [], passwordSet: false });
+  });
+
+  it('lets the role compress its own sessions\' WAL (SET wal_compression) and nothing else superuser-only; held on the next run', async () => {
+    const role = newRole();
+    const first = await ensureRuntimeRole(db.sql, { role });
+    expect(first.parameters).toEqual([{ parameter: 'wal_compression', status: 'granted' }]);
+    expect((await ensureRuntimeRole(db.sql, { role })).parameters).toEqual([{ parameter: 'wal_compression', status: 'held' }]);
+    const sql = as(role);
+    try {
+      expect(await compressSessionWal(sql, 'lz4')).toEqual({ setting: 'lz4', changed: true });
+      // Another superuser parameter stays out of reach.
+      expect(await sqlstate(sql`set log_statement = 'none'`)).toBe('42501');
+      expect(await sqlstate(sql`set session_replication_role = 'replica'`)).toBe('42501');
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
+  it('reports the WAL-compression grant refused when the migration login may not give it, and the role still works', async () => {
+    const migrator = newRole();
+    const role = newRole();
+    await db.sql.unsafe(`create role ${migrator} login createrole`);
+    const sql = as(migrator);
+    const runtime = as(role);
+    try {
+      const report = await ensureRuntimeRole(sql, { role });
+      expect(report.created).toBe(true);
+      expect(report.parameters).toHaveLength(1);
+      expect(report.parameters[0]).toMatchObject({ parameter: 'wal_compression', status: 'refused' });
+      expect(report.parameters[0]!.reason).toMatch(/permission denied/);
+      // The sweep's session goes on with the server's setting, told why.
+      const outcome = await compressSessionWal(runtime, 'lz4');
+      expect(outcome).toMatchObject({ setting: 'off', changed: false });
+      expect(outcome.refused).toMatch(/permission denied to set parameter "wal_compression"/);
+      expect(await runtime`select 1 as one`).toEqual([{ one: 1 }]);
+    } finally {
+      await Promise.all([sql.end({ timeout: 1 }), runtime.end({ timeout: 1 })]);
+    }
+  });
+
+  it('keeps a compression the server already has, and names a method it does not know', async () => {
+    const sql = postgres(db.url, { max: 1, onnotice: () => {}, connection: { wal_compression: 'pglz' } });
+    try {
+      expect(await compressSessionWal(sql, 'lz4')).toEqual({ setting: 'pglz', changed: false });
+      await expect(compressSessionWal(sql, 'brotli' as 'lz4')).rejects.toThrow(/"brotli"/);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
   });
 
   it('is race-safe: many databases ensuring one role at once all succeed, exactly one creates it', async () => {

@@ -36,6 +36,22 @@ export interface RuntimeRoleReport {
   readonly passwordSet: boolean;
   /** Memberships revoked (the role must not inherit anyone's privileges). */
   readonly revokedMemberships: readonly string[];
+  /** `SET ON PARAMETER` privileges for {@link RUNTIME_PARAMETERS}: held already, granted now, or refused (and why). */
+  readonly parameters: readonly ParameterGrant[];
+}
+
+/**
+ * Superuser parameters the runtime role may set on its own sessions: `wal_compression`, with
+ * which a retention sweep compresses the full-page images of its own deletes (ADR-069). It
+ * changes only what that session writes to the WAL, never another session's or the server's.
+ */
+export const RUNTIME_PARAMETERS: readonly string[] = ['wal_compression'];
+
+export interface ParameterGrant {
+  readonly parameter: string;
+  readonly status: 'held' | 'granted' | 'refused';
+  /** For `refused`: the server's message (only a superuser, or a holder WITH GRANT OPTION, may grant it; PostgreSQL 15+). */
+  readonly reason?: string;
 }
 
 interface RoleRow {
@@ -95,7 +111,34 @@ export async function ensureRuntimeRole(sql: Sql, options: RuntimeRoleOptions): 
   const memberships = await sql<{ name: string }[]>`
     select r.rolname as name from pg_auth_members m join pg_roles r on r.oid = m.roleid where m.member = ${existing.oid} order by 1`;
   for (const { name } of memberships) await retryConcurrent(() => sql.unsafe(`revoke ${quote(name)} from ${quote(role)}`), role, `revoke ${name} from`);
-  return { role, created, altered: created ? [] : wrong, passwordSet, revokedMemberships: memberships.map((m) => m.name) };
+  const parameters: ParameterGrant[] = [];
+  for (const parameter of RUNTIME_PARAMETERS) parameters.push(await grantParameter(sql, role, parameter));
+  return { role, created, altered: created ? [] : wrong, passwordSet, revokedMemberships: memberships.map((m) => m.name), parameters };
+}
+
+/**
+ * `GRANT SET ON PARAMETER` unless the role holds it already (so steady-state boots write
+ * nothing cluster-wide). Parameter privileges are cluster-wide rows: a concurrent twin's grant
+ * is retried like the role's own ALTERs. A login that may not grant it (anything but a
+ * superuser, on a managed server say) gets `refused`, not an error: the sweeps then run with
+ * the server's setting.
+ */
+async function grantParameter(sql: Sql, role: string, parameter: string): Promise<ParameterGrant> {
+  const [server] = await sql<{ version: number }[]>`select current_setting('server_version_num')::int as version`;
+  if (server!.version < 150000) return { parameter, status: 'refused', reason: `parameter privileges need PostgreSQL 15 (server ${server!.version})` };
+  const held = async () => {
+    const [row] = await sql<{ held: boolean }[]>`select has_parameter_privilege(${role}, ${parameter}, 'SET') as held`;
+    return row!.held;
+  };
+  if (await held()) return { parameter, status: 'held' };
+  try {
+    await retryConcurrent(() => sql.unsafe(`grant set on parameter ${parameter} to ${quote(role)}`), role, `grant SET on ${parameter} to`);
+  } catch (error) {
+    const cause = (error as { cause?: unknown }).cause;
+    if (isCode(cause, '42501')) return { parameter, status: 'refused', reason: (cause as Error).message };
+    throw error;
+  }
+  return (await held()) ? { parameter, status: 'granted' } : { parameter, status: 'refused', reason: 'the GRANT succeeded but the role does not hold the privilege' };
 }
 
 async function readRole(sql: Sql, role: string): Promise<RoleRow | undefined> {

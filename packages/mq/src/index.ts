@@ -92,6 +92,7 @@ export {
   inboxPruneTarget,
   isTransportTable,
   TRANSPORT_TABLES,
+  DEFAULT_PRUNE_WAL_COMPRESSION,
   type PruneCycleOptions,
   type PruneCycleResult,
   type TablePrunePreview,

@@ -4,12 +4,13 @@ import type { PendingQuery, Row, Sql } from 'postgres';
 /** Rows per DELETE statement: bounds lock and WAL per statement and lets other work interleave. */
 export const PRUNE_BATCH = 5_000;
 /**
- * The transport sweep's latency target per batch (ADR-064): batches start at
+ * The transport sweep's latency target per batch (ADR-064, ADR-069): batches start at
  * {@link PRUNE_BATCH} rows and grow, up to {@link PRUNE_MAX_BATCH}, while they finish well
  * within it (and shrink back when one takes longer), so the per-statement overhead (round trip,
- * plan, commit) is amortized over as many rows as the target allows.
+ * plan, commit) is amortized over as many rows as the target allows. 60 ms since the sweep
+ * compresses its full-page images: that costs CPU per row, which larger batches win back.
  */
-export const PRUNE_TARGET_BATCH_MS = 25;
+export const PRUNE_TARGET_BATCH_MS = 60;
 /** Most rows an adaptive batch grows to. */
 export const PRUNE_MAX_BATCH = 50_000;
 /**

@@ -1,7 +1,7 @@
 // Seed 000's test plan for the transport sweep, and the issue's additions: racing pruners,
 // failing and aborted cycles, lock hygiene over many cycles, the latching cap.
 import { classifyPgError, createClient, LOCK_KEYS, SessionLostError } from '@craig/db';
-import { eventually, type TestDatabase } from '@craig/testkit';
+import { dropRoles, eventually, type TestDatabase } from '@craig/testkit';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { counts, seedInbox, seedOutbox, serviceDatabase } from '../test/helpers.ts';
@@ -293,5 +293,60 @@ describe('transport sweep: observability', () => {
     expect(cycles[0]).toMatchObject({ level: INFO, outboxDeleted: 12, inboxDeleted: 4, tables: { event_outbox: 'pruned:12', event_inbox: 'pruned:4' } });
     expect(typeof cycles[0]!.ms).toBe('number');
     expect(lines).toHaveLength(2);
+  });
+});
+
+describe('transport sweep: compresses the full-page images of its own deletes (ADR-069)', () => {
+  /** Seed aged published rows, checkpoint (so every page the sweep changes logs a full-page image), sweep; the FPI bytes it logged for event_outbox. */
+  async function sweepFpi(options: Partial<PruneCycleOptions>) {
+    await seedOutbox(db.sql, { n: 5_000, ageDays: 40, published: true });
+    const [rel] = await db.sql<{ node: string; dboid: string }[]>`
+      select pg_relation_filenode('event_outbox')::text as node, (select oid from pg_database where datname = current_database())::text as dboid`;
+    await db.sql`checkpoint`;
+    const [start] = await db.sql<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`;
+    const result = await cycle(options);
+    // The sweep commits asynchronously: a synchronous commit that writes WAL after it flushes its records too.
+    await db.sql`select pg_logical_emit_message(true, 'craig-test', 'flush')`;
+    const [wal] = await db.sql<{ fpi: number; records: number }[]>`
+      select coalesce(sum(fpi_length), 0)::int as fpi, count(*)::int as records
+      from pg_get_wal_records_info(${start!.lsn}::pg_lsn, pg_current_wal_flush_lsn())
+      where block_ref ~ ${`rel \\d+/${rel!.dboid}/${rel!.node} `}`;
+    return { result, ...wal! };
+  }
+
+  it('sets lz4 on its session by default and logs the same deletes in well under half the full-page-image bytes', async () => {
+    await db.sql`create extension if not exists pg_walinspect`;
+    const plain = await sweepFpi({ walCompression: false });
+    const compressed = await sweepFpi({});
+    expect(plain.result).toMatchObject({ outboxDeleted: 5_000, walCompression: 'off' });
+    expect(compressed.result).toMatchObject({ outboxDeleted: 5_000, walCompression: 'lz4' });
+    // Every heap page the sweep changed logged one image (~8 KiB uncompressed).
+    expect(plain.fpi).toBeGreaterThan(40 * 8_000);
+    expect(compressed.records).toBeGreaterThan(0);
+    expect(compressed.fpi).toBeLessThan(plain.fpi * 0.5);
+    expect(await counts(db.sql)).toEqual({ outbox: 0, inbox: 0 });
+  });
+
+  it('a role that may not set wal_compression sweeps uncompressed, deletes exactly the same, and warns once per process', async () => {
+    const role = `craig_mq_nowal_${Math.random().toString(16).slice(2, 10)}`;
+    await db.sql.unsafe(`create role ${role} login; grant select, insert, update, delete on all tables in schema public to ${role}`);
+    const url = Object.assign(new URL(db.url), { username: role }).toString();
+    try {
+      await seedOutbox(db.sql, { n: 120, ageDays: 40, published: true });
+      await seedOutbox(db.sql, { n: 30, ageDays: 40, published: false });
+      await seedInbox(db.sql, 7, 40);
+      const { logger, lines } = captureLogs();
+      const first = await pruneTransportTables({ databaseUrl: url, service: 'sweep-test', retention: windows, logger });
+      expect(first).toMatchObject({ outboxDeleted: 120, inboxDeleted: 7, walCompression: 'off' });
+      expect(await outboxLeft()).toEqual({ published: 0, pending: 30, parked: 0 });
+      await seedOutbox(db.sql, { n: 5, ageDays: 40, published: true });
+      expect(await pruneTransportTables({ databaseUrl: url, service: 'sweep-test', retention: windows, logger })).toMatchObject({ outboxDeleted: 5, walCompression: 'off' });
+      const refusals = lines.filter((l) => l.msg.includes('may not set wal_compression'));
+      expect(refusals).toHaveLength(1);
+      expect(refusals[0]).toMatchObject({ level: WARN, reason: expect.stringMatching(/permission denied to set parameter "wal_compression"/) });
+    } finally {
+      await db.sql.unsafe(`drop owned by ${role}`);
+      await dropRoles(db.sql, [role]);
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { LOCK_KEYS, withDedicatedSession, type Sql } from '@craig/db';
+import { compressSessionWal, LOCK_KEYS, withDedicatedSession, type Sql, type WalCompressionMethod } from '@craig/db';
 import pino, { type Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { assertWindows, type RetentionWindows } from './internal/horizon.ts';
@@ -32,6 +32,12 @@ export function inboxPruneTarget(days: number): PruneTarget {
   });
 }
 
+/** How the sweep compresses its full-page images unless told otherwise (ADR-069). */
+export const DEFAULT_PRUNE_WAL_COMPRESSION: WalCompressionMethod = 'lz4';
+
+/** A refused `SET wal_compression` is logged once per process, not once per cycle. */
+let refusalLogged = false;
+
 export interface PruneCycleOptions {
   /** The service's database; the cycle opens a dedicated session on it for the advisory lock. */
   readonly databaseUrl: string;
@@ -44,7 +50,7 @@ export interface PruneCycleOptions {
   /** Rows per statement; default 5,000: the first and smallest batch when adaptive. */
   readonly batchSize?: number;
   /**
-   * Batches adapt their size to a latency target (ADR-064, ADR-065): default on, 25 ms per batch, up to
+   * Batches adapt their size to a latency target (ADR-064, ADR-065, ADR-069): default on, 60 ms per batch, up to
    * 50,000 rows. `false` keeps every batch at `batchSize`.
    */
   readonly adaptive?: false | { readonly targetBatchMs?: number; readonly maxBatchSize?: number };
@@ -54,6 +60,13 @@ export interface PruneCycleOptions {
   readonly lockTimeoutMs?: number;
   /** After each batch (awaited): progress reporting, and a seam for tests. */
   readonly onBatch?: (table: TransportTable, batch: PruneBatch) => unknown;
+  /**
+   * Compress the full-page images of the sweep's own deletes (`wal_compression` on its session,
+   * ADR-069): default `'lz4'`; `false` leaves the server's setting. A server that compresses
+   * already keeps its method; a role without `SET ON PARAMETER wal_compression` sweeps
+   * uncompressed and says so once per process.
+   */
+  readonly walCompression?: WalCompressionMethod | false;
 }
 
 export type TablePruneStatus =
@@ -85,13 +98,16 @@ export interface PruneCycleResult {
   readonly aborted: boolean;
   readonly tables: readonly TablePruneResult[];
   readonly ms: number;
+  /** `wal_compression` on the sweep's session ('off': not compressed), when the cycle ran. */
+  readonly walCompression?: string;
 }
 
 /**
  * One transport prune cycle (seed 000 Step 3): on a dedicated session holding
  * `pg_try_advisory_lock(transportPrune)` (not got: skip the cycle), prune `event_outbox`
  * THEN `event_inbox`, each with {@link pruneTable}, each capped and latched independently.
- * Batches start at 5,000 rows and adapt to a 25 ms latency target (ADR-064, ADR-065).
+ * Batches start at 5,000 rows and adapt to a 60 ms latency target (ADR-064, ADR-065, ADR-069);
+ * the session compresses its full-page images (`walCompression`).
  * The session is closed on every path, so the lock can never strand on a pooled connection.
  * Counts rows per batch into `event_rows_pruned_total{table}`, so the counter is exact even
  * when a cycle fails midway, and logs one line per cycle.
@@ -104,6 +120,7 @@ export async function pruneTransportTables(options: PruneCycleOptions): Promise<
   const started = performance.now();
   const tables: TablePruneResult[] = [];
   let skipped = false;
+  let walCompression: string | undefined;
   try {
     await withDedicatedSession(
       options.databaseUrl,
@@ -116,6 +133,18 @@ export async function pruneTransportTables(options: PruneCycleOptions): Promise<
         // eligible, for the next cycle: the batches need not wait for their WAL flush. (The
         // latch, which must survive a crash, commits synchronously: see latchPrune.)
         await session.sql`set synchronous_commit = off`;
+        // Most of a sweep's WAL is full-page images; compressed, it writes a fraction of the
+        // WAL, which is what a concurrent writer's commits wait behind (ADR-069).
+        if (options.walCompression !== false) {
+          const wal = await compressSessionWal(session.sql, options.walCompression ?? DEFAULT_PRUNE_WAL_COMPRESSION);
+          walCompression = wal.setting;
+          if (wal.refused !== undefined && !refusalLogged) {
+            refusalLogged = true;
+            logger.warn({ reason: wal.refused }, `event retention prune: its session may not set wal_compression, so it writes uncompressed full-page images (grant it as a superuser: GRANT SET ON PARAMETER wal_compression TO <runtime role>; docs/adr/069-prune-wal-compression.md)`);
+          }
+        } else {
+          walCompression = (await session.sql<{ s: string }[]>`select current_setting('wal_compression') as s`)[0]!.s;
+        }
         const latches = await readPruneLatches(session.sql);
         // ORDER IS LOAD-BEARING: outbox before inbox, never in one transaction. A cycle that
         // fails between the two leaves (outbox pruned, inbox kept): every dedup record still
@@ -182,6 +211,7 @@ export async function pruneTransportTables(options: PruneCycleOptions): Promise<
     aborted: tables.some((t) => t.status === 'aborted' || t.status === 'not_reached'),
     tables,
     ms,
+    ...(walCompression === undefined ? {} : { walCompression }),
   };
   if (!skipped) metrics?.pruneCycleSeconds.observe(ms / 1000);
   log(logger, options.service, result, cap);
@@ -193,7 +223,7 @@ function summary(tables: readonly TablePruneResult[]): Record<string, string> {
 }
 
 function log(logger: Logger, service: string, result: PruneCycleResult, cap: number): void {
-  const base = { outboxDeleted: result.outboxDeleted, inboxDeleted: result.inboxDeleted, ms: result.ms, tables: summary(result.tables) };
+  const base = { outboxDeleted: result.outboxDeleted, inboxDeleted: result.inboxDeleted, ms: result.ms, tables: summary(result.tables), ...(result.walCompression ? { walCompression: result.walCompression } : {}) };
   if (result.skipped) {
     logger.info({ ...base, skipped: 'lock held by another pruner' }, 'event retention prune cycle skipped');
     return;

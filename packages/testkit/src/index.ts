@@ -10,4 +10,5 @@ export { rabbitmq } from './rabbitmq.ts';
 export { s3, type RequestRecord, type S3Fault, type S3Options, type S3TestServer } from './s3.ts';
 export { tcpReachable, freePort } from './internal/net.ts';
 export { eventually } from './eventually.ts';
+export { dropRoles } from './roles.ts';
 export { alive, commandLine, descendants } from './processes.ts';

@@ -1,7 +1,8 @@
 // `pnpm xtask bench peers`: our transport prune beside how others clean an outbox, on copies of
 // the same 1 M-row outbox (90 % aged published, 5 % aged pending, 5 % fresh), in rotating rounds,
 // each with a single-row writer inserting into the table being cleaned:
-//   - ours: pruneTransportTables (published-only, key-range batches, adaptive size);
+//   - ours: pruneTransportTables (published-only, key-range batches, adaptive size, its session's
+//     full-page images compressed with lz4: ADR-069; the others run with the server's setting);
 //   - the `id IN (SELECT … LIMIT n)` loop that NServiceBus/CAP-style cleaners run
 //     (DELETE … WHERE id IN (SELECT id … WHERE <expired> LIMIT @batch) until a short batch);
 //   - pg-transactional-outbox 0.5.7 (npm), `runMessageCleanupOnce` on its own `outbox` table
@@ -27,7 +28,7 @@ const PEER_ALL_SECONDS = 60 * DAY;
 
 type Contender = 'ours' | 'idInLoop' | 'pgTransactionalOutbox';
 const LABELS: Record<Contender, string> = {
-  ours: 'ours: pruneTransportTables (range batches, adaptive)',
+  ours: 'ours: pruneTransportTables (range batches, adaptive, lz4 WAL images)',
   idInLoop: 'id IN (SELECT … LIMIT n) loop (NServiceBus/CAP style)',
   pgTransactionalOutbox: 'pg-transactional-outbox 0.5.7 runMessageCleanupOnce',
 };

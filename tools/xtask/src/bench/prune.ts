@@ -2,7 +2,8 @@
 // rows, on identical copies of one outbox, in alternating rounds, each with a single-row writer
 // beside it; then our loop alone at each --scale size (per-batch and per-row cost).
 import { createClient, type Sql } from '@craig/db';
-import { outboxPruneTarget, pruneTable, pruneTransportTables, PRUNE_MAX_BATCH, PRUNE_TARGET_BATCH_MS } from '@craig/mq';
+import { WAL_COMPRESSION_METHODS, type WalCompressionMethod } from '@craig/db';
+import { DEFAULT_PRUNE_WAL_COMPRESSION, outboxPruneTarget, pruneTable, pruneTransportTables, PRUNE_MAX_BATCH, PRUNE_TARGET_BATCH_MS } from '@craig/mq';
 import type { TestDatabase } from '@craig/testkit';
 import { UsageError, writeLine } from '../command.ts';
 import { outboxCopy, outboxWriter, walBytesSince, walPosition, warm } from './fixtures.ts';
@@ -21,7 +22,7 @@ interface RunResult {
   readonly writer?: LatencyStats & { failures: Record<string, number> };
 }
 
-/** `--batch N`: fixed batches of N rows; default: adaptive from 5,000 under the 25 ms target. */
+/** `--batch N`: fixed batches of N rows; default: adaptive from 5,000 under the 60 ms target. */
 interface BatchChoice {
   readonly size: number;
   readonly adaptive: false | { readonly targetBatchMs: number; readonly maxBatchSize: number };
@@ -56,7 +57,7 @@ function batchStats(batchMs: readonly number[], batchRows: readonly number[]) {
 }
 
 /** Ours: the real transport prune cycle (dedicated session, lock, key-range batches), uncapped. */
-const ours = (db: TestDatabase, batch: BatchChoice, withWriter: boolean) =>
+const ours = (db: TestDatabase, batch: BatchChoice, withWriter: boolean, walCompression: WalCompressionMethod | false) =>
   timed(db, withWriter, async (batchMs, batchRows) => {
     const r = await pruneTransportTables({
       databaseUrl: db.url,
@@ -65,6 +66,7 @@ const ours = (db: TestDatabase, batch: BatchChoice, withWriter: boolean) =>
       batchSize: batch.size,
       adaptive: batch.adaptive,
       cap: Number.MAX_SAFE_INTEGER,
+      walCompression,
       onBatch: (_t, b) => {
         batchMs.push(b.ms);
         batchRows.push(b.deleted);
@@ -144,7 +146,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const pruneSuite: BenchSuite = {
   name: 'prune',
   summary: 'transport prune (key-range batches, adaptive size) vs one unbatched DELETE, alternating rounds, with a concurrent writer',
-  options: ['rows', 'batch', 'target-ms', 'scale', 'variants', 'idle-seconds', 'rounds'],
+  options: ['rows', 'batch', 'target-ms', 'scale', 'variants', 'idle-seconds', 'rounds', 'wal-compression'],
   async run(ctx, options) {
     const rows = Number(options.get('rows') ?? 1_000_000);
     const fixed = options.get('batch');
@@ -153,6 +155,9 @@ export const pruneSuite: BenchSuite = {
     const variants = new Set((options.get('variants') ?? '').split(',').filter(Boolean));
     const idleSeconds = Number(options.get('idle-seconds') ?? 3);
     const roundCount = roundsOption(options);
+    const walOption = options.get('wal-compression') ?? DEFAULT_PRUNE_WAL_COMPRESSION;
+    if (walOption !== 'off' && !WAL_COMPRESSION_METHODS.includes(walOption as WalCompressionMethod)) throw new UsageError(`--wal-compression must be off or one of ${WAL_COMPRESSION_METHODS.join(', ')}: ${walOption}`);
+    const walCompression = walOption === 'off' ? false : (walOption as WalCompressionMethod);
     for (const [name, n] of [['rows', rows], ['batch', Number(fixed ?? 5000)], ['target-ms', targetMs], ['idle-seconds', idleSeconds], ...scale.map((s) => ['scale', s] as const)] as const) {
       if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer: ${n}`);
     }
@@ -172,7 +177,7 @@ export const pruneSuite: BenchSuite = {
             await probe.start();
             await sleep(idleSeconds * 1000);
             const idle = await probe.stop();
-            return { idle, run: await ours(db, batch, true) };
+            return { idle, run: await ours(db, batch, true, walCompression) };
           }),
         baseline: () => withCopy(rows, (db) => ceiling(db, true)),
       },
@@ -207,7 +212,7 @@ export const pruneSuite: BenchSuite = {
     const scaling: Array<{ rows: number; rowsPerSec: number; batches: NonNullable<RunResult['batches']> }> = [];
     for (const n of scale) {
       log(`scaling: ${n} rows`);
-      const r = await withCopy(n, (db) => ours(db, batch, false));
+      const r = await withCopy(n, (db) => ours(db, batch, false, walCompression));
       scaling.push({ rows: n, rowsPerSec: r.rowsPerSec, batches: r.batches! });
     }
 
@@ -215,6 +220,8 @@ export const pruneSuite: BenchSuite = {
       ...record.finish(await machineInfo()),
       rowsTable: rows,
       batch: batch.adaptive ? { adaptive: true, first: batch.size, min: batch.size, max: batch.adaptive.maxBatchSize, targetMs: batch.adaptive.targetBatchMs } : { adaptive: false, size: batch.size },
+      // Ours only: the ceiling's DELETE runs with the server's setting (off here).
+      walCompression: walOption,
       deleted: rounds[0]!.ours.run.deleted,
       ratio: ratios.median,
       ratioSpread: ratios,
@@ -242,6 +249,7 @@ export const pruneSuite: BenchSuite = {
       ['figure (median [IQR] over rounds)', 'value'],
       [
         ['ours rows/s', s(result.ours.rowsPerSec)],
+        ['ours wal_compression (the DELETE: the server\'s)', walOption],
         ['one DELETE rows/s', s(result.ceiling.rowsPerSec)],
         ['ratio ours/DELETE', s(ratios)],
         ['ours batch p50 / p99 ms', `${s(result.ours.batchP50Ms)} / ${s(result.ours.batchP99Ms)}`],

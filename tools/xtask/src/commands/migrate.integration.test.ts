@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { defineRuntimeGrants } from '@craig/db';
 import { defineServiceProfile } from '@craig/settings';
 import postgres from 'postgres';
-import { testDatabase, type TestDatabase } from '@craig/testkit';
+import { dropRoles, testDatabase, type TestDatabase } from '@craig/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runXtask } from '../run.ts';
 import { registerService, unregisterService } from '../services.ts';
@@ -27,7 +27,7 @@ describe('pnpm xtask migrate <service>', () => {
     await db.drop();
     // The role's grants went with the database; the cluster-wide role goes too.
     const admin = postgres(Object.assign(new URL(db.url), { pathname: '/postgres' }).toString(), { max: 1, onnotice: () => {} });
-    await admin`drop role if exists craig_lab_app`.finally(() => admin.end({ timeout: 1 }));
+    await dropRoles(admin, ['craig_lab_app']).finally(() => admin.end({ timeout: 1 }));
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -50,6 +50,7 @@ describe('pnpm xtask migrate <service>', () => {
     const stdout = capture();
     expect(await runXtask(['migrate', 'lab'], { env: twoLogins, stdout })).toBe(0);
     expect(stdout.text()).toMatch(/lab: runtime role craig_lab_app \((created|exists)[^)]*password set\): 1 tables/);
+    expect(stdout.text()).toMatch(/everything else revoked; SET wal_compression (granted|held)\n/);
     await db.sql`grant delete, truncate on widgets to craig_lab_app`;
     expect(await runXtask(['migrate', 'lab'], { env: twoLogins, stdout: capture() })).toBe(0);
     const [privileges] = await db.sql`

@@ -35,8 +35,11 @@ nothing but the password. See docs/security.md.`,
     const changes = [runtime.role.created ? 'created' : 'exists', ...runtime.role.altered.map((a) => `set ${a}`), ...(runtime.role.passwordSet ? ['password set'] : []), ...runtime.role.revokedMemberships.map((m) => `left ${m}`)];
     writeLine(
       ctx.stdout,
-      `${name}: runtime role ${runtime.role.role} (${changes.join(', ')}): ${runtime.grants.tables} tables, ${runtime.grants.columns} update columns, ${runtime.grants.sequences.length} sequences, ${runtime.grants.functions.length} functions granted; everything else revoked`,
+      `${name}: runtime role ${runtime.role.role} (${changes.join(', ')}): ${runtime.grants.tables} tables, ${runtime.grants.columns} update columns, ${runtime.grants.sequences.length} sequences, ${runtime.grants.functions.length} functions granted; everything else revoked; ${runtime.role.parameters.map((p) => `SET ${p.parameter} ${p.status}`).join(', ')}`,
     );
+    for (const p of runtime.role.parameters.filter((x) => x.status === 'refused')) {
+      writeLine(ctx.stderr, `${name}: warning: ${runtime.role.role} may not SET ${p.parameter} (${p.reason}), so its retention sweeps write uncompressed full-page images; as a superuser: GRANT SET ON PARAMETER ${p.parameter} TO ${runtime.role.role} (docs/adr/069-prune-wal-compression.md)`);
+    }
     if (poolRole !== undefined) writeLine(ctx.stdout, `${name}: DATABASE_URL does not log in as ${poolRole}: the service will SET ROLE ${poolRole} at connection start (single-user development setup)`);
     return 0;
   },

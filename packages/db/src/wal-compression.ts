@@ -1,0 +1,46 @@
+// A bulk delete's write-ahead log is mostly full-page images: the first change to a heap page
+// after a checkpoint logs the whole 8 KiB page, and a retention sweep changes every page it
+// passes. `wal_compression` compresses those images as they are logged, on the session that
+// writes them, so a sweep can compress its own WAL without changing the server's setting for
+// anyone else (ADR-069). It is a superuser parameter: the runtime role may set it only when
+// granted `SET ON PARAMETER wal_compression` (ensureRuntimeRole asks for it; PostgreSQL 15+).
+import type { Sql } from 'postgres';
+
+/** The methods PostgreSQL 15 compresses full-page images with (lz4 and zstd only if built with them). */
+export type WalCompressionMethod = 'lz4' | 'zstd' | 'pglz';
+
+export const WAL_COMPRESSION_METHODS: readonly WalCompressionMethod[] = ['lz4', 'zstd', 'pglz'];
+
+export interface SessionWalCompression {
+  /** `wal_compression` on the session afterwards, as the server reports it. */
+  readonly setting: string;
+  /** Set by this call (false: the server's setting already compressed, or the SET was refused). */
+  readonly changed: boolean;
+  /** Why the SET was refused (no `SET ON PARAMETER` privilege, a server built without the method). */
+  readonly refused?: string;
+}
+
+/**
+ * Compress the session's full-page images with `method` for the rest of the session, unless
+ * the server already compresses them (an operator's `pglz`, `lz4` or `zstd` is kept). Refusal
+ * is not an error: the work goes on uncompressed, and `refused` says why.
+ */
+export async function compressSessionWal(sql: Sql, method: WalCompressionMethod): Promise<SessionWalCompression> {
+  if (!WAL_COMPRESSION_METHODS.includes(method)) throw new TypeError(`wal compression method must be one of ${WAL_COMPRESSION_METHODS.join(', ')}: ${JSON.stringify(method)}`);
+  const current = await setting(sql);
+  if (current !== 'off') return { setting: current, changed: false };
+  try {
+    await sql`select set_config('wal_compression', ${method}, false)`;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    // 42501: no SET privilege on the parameter; 22023: a method this server was built without.
+    if (code === '42501' || code === '22023') return { setting: current, changed: false, refused: (error as Error).message };
+    throw error;
+  }
+  return { setting: await setting(sql), changed: true };
+}
+
+async function setting(sql: Sql): Promise<string> {
+  const [row] = await sql<{ setting: string }[]>`select current_setting('wal_compression') as setting`;
+  return row!.setting;
+}
