@@ -1,4 +1,4 @@
-import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
+import { ensureRuntimeRole, LOCK_KEYS, withDedicatedSession } from '@craig/db';
 import { eventually } from '@craig/testkit';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,6 +47,25 @@ describe('createCleanupRunner', () => {
     expect(metrics).toContain('cleanup_rows_total{outcome="deleted"} 250');
     expect(metrics).toMatch(/cleanup_jobs_finished_total\{kind="remove-server",state="completed"\} 1/);
     expect(metrics).toMatch(/cleanup_step_seconds_count\{phase="items"\} \d+/);
+  });
+
+  it("compresses its steps' full-page images on its session when its role may (ADR-069); walCompression: false leaves the server's setting", async () => {
+    // What every boot of the service does: the role may SET wal_compression (cluster-wide, race-safe).
+    expect((await ensureRuntimeRole(h.admin, { role: RUNTIME_ROLE })).parameters[0]).toMatchObject({ parameter: 'wal_compression', status: expect.stringMatching(/^(granted|held)$/) });
+    const runJob = async (walCompression?: false) => {
+      const s = await seedServer(h.app, 1);
+      const items = await seedItems(h.app, s.serverId, s.libraryIds[0]!, 40);
+      const job = await createJob(h.app, { serverId: s.serverId, libraryId: s.libraryIds[0]!, kind: 'prune-library' });
+      await appendAll(h.app, appendSeen, job.id, items.slice(0, 10));
+      await seal(h.app, job.id, { expectedUniqueCount: 10 });
+      const runner = createCleanupRunner({ url: h.db.url, service: 'test', role: RUNTIME_ROLE, historyRetentionDays: 14, ...(walCompression === false ? { walCompression } : {}) });
+      const report = await runner.runCycle();
+      expect(await status(h.app, job.id)).toMatchObject({ state: 'completed' });
+      expect(await itemsIn(h.admin, s.libraryIds[0]!)).toHaveLength(10);
+      return report;
+    };
+    expect(await runJob()).toMatchObject({ skipped: false, walCompression: 'lz4', counts: { deleted: 30 } });
+    expect(await runJob(false)).toMatchObject({ skipped: false, walCompression: 'off', counts: { deleted: 30 } });
   });
 
   it('one runner per database: a cycle skips while another holds the runner lock', async () => {

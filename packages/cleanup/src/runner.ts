@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LOCK_KEYS, withDedicatedSession, type Sql } from '@craig/db';
+import { compressSessionWal, LOCK_KEYS, withDedicatedSession, type Sql, type WalCompressionMethod } from '@craig/db';
 import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { CleanupError } from './errors.ts';
@@ -39,6 +39,13 @@ export interface CleanupRunnerOptions {
   /** How often the history sweep runs; default hourly. */
   readonly historyEveryMs?: number;
   readonly stepOptions?: StepOptions;
+  /**
+   * Compress the full-page images of the steps' deletes on the runner's session (ADR-069):
+   * default `'lz4'`, kept when the server compresses already; `false` leaves the server's
+   * setting. A role without `SET ON PARAMETER wal_compression` steps uncompressed and the
+   * runner says so once.
+   */
+  readonly walCompression?: WalCompressionMethod | false;
 }
 
 /**
@@ -62,6 +69,8 @@ export interface CycleReport {
   readonly busy: number;
   readonly failed: number;
   readonly counts: Pick<RowCounts, 'deleted' | 'moved' | 'alreadyAbsent' | 'retained'>;
+  /** `wal_compression` on the cycle's session ('off': uncompressed), when the cycle held the lock. */
+  readonly walCompression?: string;
 }
 
 export interface CleanupRunner {
@@ -96,9 +105,10 @@ export function createCleanupRunner(options: CleanupRunnerOptions): CleanupRunne
   let controller: AbortController | undefined;
   let loop: Promise<void> | undefined;
   let lastHistory = 0;
+  let walRefusalLogged = false;
 
   async function runCycle(signal?: AbortSignal): Promise<CycleReport> {
-    const report = { skipped: false, steps: 0, jobsFinished: 0, cancelledExpired: 0, busy: 0, failed: 0, counts: { deleted: 0, moved: 0, alreadyAbsent: 0, retained: 0 } };
+    const report: { -readonly [K in keyof CycleReport]: CycleReport[K] } & { counts: Record<'deleted' | 'moved' | 'alreadyAbsent' | 'retained', number> } = { skipped: false, steps: 0, jobsFinished: 0, cancelledExpired: 0, busy: 0, failed: 0, counts: { deleted: 0, moved: 0, alreadyAbsent: 0, retained: 0 } };
     if (options.sql) {
       // Each count on its state's partial index; the same look feeds the stuck-job gauges.
       const [work] = await options.sql<{ deleting: number; collecting: number; expired: number; oldest_step: number | null }[]>`
@@ -116,6 +126,18 @@ export function createCleanupRunner(options: CleanupRunnerOptions): CleanupRunne
       options.url,
       async (session) => {
         if (!(await session.tryAdvisoryLock(LOCK_KEYS.cleanupCoordinator))) return { ...report, skipped: true };
+        // A step's WAL is mostly full-page images of the pages it deletes from; compressed, a
+        // sync writer's commits wait behind less of it (ADR-069).
+        if (options.walCompression === false) {
+          report.walCompression = (await session.sql<{ s: string }[]>`select current_setting('wal_compression') as s`)[0]!.s;
+        } else {
+          const wal = await compressSessionWal(session.sql, options.walCompression ?? 'lz4');
+          report.walCompression = wal.setting;
+          if (wal.refused !== undefined && !walRefusalLogged) {
+            walRefusalLogged = true;
+            logger.warn({ reason: wal.refused }, 'cleanup runner: its session may not set wal_compression, so its steps write uncompressed full-page images (GRANT SET ON PARAMETER wal_compression TO <runtime role>; docs/adr/069-prune-wal-compression.md)');
+          }
+        }
         report.cancelledExpired = (await cancelExpiredJobs(session.sql)).length;
         const jobs = await session.sql<{ id: string; kind: string; steps_done: number }[]>`
           select id, kind, steps_done from cleanup_jobs where state = 'deleting' order by id`;

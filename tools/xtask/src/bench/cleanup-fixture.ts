@@ -37,7 +37,9 @@ export async function buildFixture(rows: number, log: (line: string) => void): P
   const name = `${BENCH_DB_PREFIX}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
   await createMarked(root, name);
   const url = databaseUrl(root, name);
-  await migrate(url, inventoryMigrationSets({ allowedDatabases: [`${BENCH_DB_PREFIX}_*`] }), { service: 'bench' });
+  // As inventory's boot prepares it: the runtime role granted exactly its sets' privileges
+  // (and SET on wal_compression, which the runner's session uses: ADR-069).
+  await migrate(url, inventoryMigrationSets({ allowedDatabases: [`${BENCH_DB_PREFIX}_*`] }), { service: 'bench', runtime: { role: RUNTIME_ROLE } });
 
   const app = createClient(url, { service: 'bench-setup', max: 2, role: RUNTIME_ROLE });
   try {

@@ -2,7 +2,7 @@
 // of the same rows on a copy of the same database, each with a sync writer upserting into an
 // unaffected library of the same server the whole time.
 import { DEFAULT_STEP_PAUSE_MS, DEFAULT_WINDOW_MS, DEFAULT_WINDOW_STEPS, RUNTIME_ROLE, status, stepWindow, type StepTimings } from '@craig/cleanup';
-import { createClient } from '@craig/db';
+import { compressSessionWal, createClient, WAL_COMPRESSION_METHODS, type WalCompressionMethod } from '@craig/db';
 import { UsageError, writeLine } from '../command.ts';
 import { buildFixture, copyDatabase, dropDatabase, warm, WRITER_ITEMS, type Fixture } from './cleanup-fixture.ts';
 import { latencyStats, printTable, rate, ratio, writeResult } from './measure.ts';
@@ -24,8 +24,13 @@ const syncWriter = (fixture: Fixture, url = fixture.url) =>
  * between steps), then `gapMs` with no step running, while one writer runs throughout. The
  * writer's samples from the gaps are its idle baseline, taken under the same background load.
  */
-async function runOurs(fixture: Fixture, o: { pauseMs: number; activeMs: number; gapMs: number; windowSteps: number; windowMs: number }) {
+async function runOurs(fixture: Fixture, o: { pauseMs: number; activeMs: number; gapMs: number; windowSteps: number; windowMs: number; walCompression: WalCompressionMethod | false }) {
   const stepSql = createClient(fixture.url, { service: 'bench-steps', max: 1, role: RUNTIME_ROLE });
+  // As the runner's session does (ADR-069); its one connection lives through the run.
+  if (o.walCompression !== false) {
+    const wal = await compressSessionWal(stepSql, o.walCompression);
+    if (wal.setting !== o.walCompression) throw new Error(`the step session runs with wal_compression = ${wal.setting}, not ${o.walCompression}: ${wal.refused ?? 'the server compresses already'}`);
+  }
   const timings: StepTimings[] = [];
   const active: Window[] = [];
   const idle: Window[] = [];
@@ -108,7 +113,7 @@ function intOption(options: ReadonlyMap<string, string>, name: string, fallback:
 export const cleanupSuite: BenchSuite = {
   name: 'cleanup',
   summary: 'stepped, fenced prune (seed 004) vs one unbounded DELETE on a copy, with a sync writer on an unaffected library',
-  options: ['rows', 'pause-ms', 'window-steps', 'window-ms', 'active-ms', 'idle-ms', 'rounds'],
+  options: ['rows', 'pause-ms', 'window-steps', 'window-ms', 'active-ms', 'idle-ms', 'rounds', 'wal-compression'],
   async run(ctx, options) {
     const rows = intOption(options, 'rows', 200_000, 1000);
     // By default the runner's own pacing and windows, so the figures are what the service does.
@@ -118,6 +123,9 @@ export const cleanupSuite: BenchSuite = {
     const activeMs = intOption(options, 'active-ms', 500, 50);
     const idleMs = intOption(options, 'idle-ms', 500, 50);
     const roundCount = roundsOption(options);
+    const walOption = options.get('wal-compression') ?? 'lz4';
+    if (walOption !== 'off' && !WAL_COMPRESSION_METHODS.includes(walOption as WalCompressionMethod)) throw new UsageError(`--wal-compression must be off or one of ${WAL_COMPRESSION_METHODS.join(', ')}: ${walOption}`);
+    const walCompression = walOption === 'off' ? false : (walOption as WalCompressionMethod);
     const record = runRecord('cleanup', options, roundCount);
     const log = (line: string) => writeLine(ctx.stderr, `bench cleanup: ${line}`);
     const fixture = await buildFixture(rows, log);
@@ -130,7 +138,7 @@ export const cleanupSuite: BenchSuite = {
             onCopy(fixture, async (copy) => {
               const f = { ...fixture, url: copy.url };
               await warm(f.url);
-              const ours = await runOurs(f, { pauseMs, activeMs, gapMs: idleMs, windowSteps, windowMs });
+              const ours = await runOurs(f, { pauseMs, activeMs, gapMs: idleMs, windowSteps, windowMs, walCompression });
               if (ours.job.state !== 'completed' || ours.job.counts.deleted !== fixture.unseen) throw new Error(`stepped prune ended ${ours.job.state} with ${ours.job.counts.deleted} deleted, expected ${fixture.unseen}`);
               return ours;
             }),
@@ -177,6 +185,8 @@ export const cleanupSuite: BenchSuite = {
           itemsPerSec: spread(perRound.map((r) => r.oursItemsPerSec)),
           steps: mid.ours.steps,
           windows: { maxSteps: windowSteps, maxMs: windowMs, pauseMs },
+          // The step session's; the unbounded DELETE runs with the server's (off here).
+          walCompression: walOption,
           counts: mid.ours.job.counts,
           // The median round's profile: where a step's time went.
           profile,

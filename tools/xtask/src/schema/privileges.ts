@@ -77,7 +77,12 @@ export async function renderPrivileges(sql: Sql, role: string): Promise<string> 
     from pg_roles r where rolname = ${role}`;
   const [schema] = await sql<{ usage: boolean; create: boolean }[]>`
     select has_schema_privilege(${role}, 'public', 'USAGE') as usage, has_schema_privilege(${role}, 'public', 'CREATE') as create`;
+  // Parameter privileges are cluster-wide (pg_parameter_acl): the superuser parameters it may SET on its own sessions.
+  const parameters = await sql<{ name: string }[]>`
+    select parname as name from pg_parameter_acl where has_parameter_privilege(${role}, parname, 'SET') order by 1`;
   lines.push(
+    '',
+    `Superuser parameters it may SET on its own sessions: ${parameters.length > 0 ? parameters.map((p) => `\`${p.name}\``).join(', ') : 'none'}.`,
     '',
     `Role: ${attrs?.attrs ?? 'absent'}; member of ${attrs?.member_of.length ? attrs.member_of.join(', ') : 'no role'}. Schema \`public\`: USAGE ${mark(schema!.usage)}, CREATE ${mark(schema!.create)}.`,
   );
