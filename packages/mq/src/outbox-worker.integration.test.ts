@@ -89,6 +89,11 @@ describe('OutboxWorker loop', () => {
     expect(lines.some((l) => l.level === WARN && l.msg === 'event retention prune failed')).toBe(true);
   });
 
+  it("passes its prune's WAL compression through: lz4 by default, the server's setting with pruneWalCompression: false", async () => {
+    expect(await new OutboxWorker(options({})).pruneExpired()).toMatchObject({ skipped: false, walCompression: 'lz4' });
+    expect(await new OutboxWorker(options({ pruneWalCompression: false })).pruneExpired()).toMatchObject({ skipped: false, walCompression: 'off' });
+  });
+
   it('counts prune cycles by status and stamps the last completed one, for the "prune not run" alert', async () => {
     const registry = new Registry();
     const value = async (name: string, labels: Record<string, string> = {}) =>

@@ -1,4 +1,4 @@
-import type { Sql } from '@craig/db';
+import type { Sql, WalCompressionMethod } from '@craig/db';
 import pino, { type Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { POLL_INTERVAL_MS, PRUNE_EVERY_TICKS, pruneJitter } from './cadence.ts';
@@ -49,6 +49,8 @@ export interface OutboxWorkerOptions {
   /** Prune rows per statement (default 5,000) and per table per cycle (default 1,000,000). */
   readonly pruneBatchSize?: number;
   readonly pruneCap?: number;
+  /** The prune session's `wal_compression` (ADR-069): default lz4; `false` leaves the server's setting. */
+  readonly pruneWalCompression?: WalCompressionMethod | false;
   /** After each prune batch: progress, and a seam for tests. */
   readonly onPruneBatch?: (table: TransportTable, batch: PruneBatch) => unknown;
   /** Longest wait between drains while the transport is unreachable; default 30 s. */
@@ -192,6 +194,7 @@ export class OutboxWorker {
       ...(options.signal ? { signal: options.signal } : {}),
       ...(this.options.pruneBatchSize ? { batchSize: this.options.pruneBatchSize } : {}),
       ...(this.options.pruneCap ? { cap: this.options.pruneCap } : {}),
+      ...(this.options.pruneWalCompression === undefined ? {} : { walCompression: this.options.pruneWalCompression }),
       ...(this.options.onPruneBatch ? { onBatch: this.options.onPruneBatch } : {}),
     });
   }

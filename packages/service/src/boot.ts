@@ -143,6 +143,7 @@ export async function bootService<S extends BaseSettings>(settings: S, logger: L
     retention: settings.retention,
     outboxMaxAttempts: settings.outbox.maxAttempts,
     pruneEveryTicks: settings.outbox.pruneEveryTicks,
+    sweepWalCompression: settings.outbox.sweepWalCompression,
     logger,
   };
   const context: BootContext<S> = { settings, logger, sql, transport, registry, coreDeps, onStop: (name, stop) => life.add(name, stop) };

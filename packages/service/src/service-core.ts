@@ -26,6 +26,8 @@ export interface ServiceCoreDeps {
   readonly outboxMaxAttempts: number;
   /** EVENT_PRUNE_EVERY_TICKS: outbox-worker ticks between transport prune cycles; default hourly (3600). */
   readonly pruneEveryTicks?: number;
+  /** SWEEP_WAL_COMPRESSION: how the transport prune compresses its own full-page images; default lz4 ('off': the server's setting). */
+  readonly sweepWalCompression?: 'lz4' | 'zstd' | 'pglz' | 'off';
   readonly logger?: Logger;
   /** Outbox loop tuning (tests); defaults suit production. */
   readonly outbox?: { readonly pollIntervalMs?: number };
@@ -86,6 +88,7 @@ export function serviceCore(service: string, deps: ServiceCoreDeps, options: Ser
     logger,
     ...(deps.outbox?.pollIntervalMs === undefined ? {} : { pollIntervalMs: deps.outbox.pollIntervalMs }),
     ...(deps.pruneEveryTicks === undefined ? {} : { pruneEveryTicks: deps.pruneEveryTicks }),
+    ...(deps.sweepWalCompression === undefined ? {} : { pruneWalCompression: deps.sweepWalCompression === 'off' ? false : deps.sweepWalCompression }),
   });
   return { app, outbox, logger };
 }

@@ -57,6 +57,20 @@ describe('loadServiceSettings', () => {
     expect(loadServiceSettings('inventory', { ...base, CRAIG_INVENTORY__DATABASE_URL: base.CRAIG_CASES__DATABASE_URL, CRAIG_INVENTORY__ADMIN_TOKEN: base.CRAIG_CASES__ADMIN_TOKEN, CRAIG_INVENTORY__EVENT_PRUNE_EVERY_TICKS: '1' }).outbox.pruneEveryTicks).toBe(1);
   });
 
+  it('reads SWEEP_WAL_COMPRESSION: lz4 by default, zstd, pglz or off, fleet-wide or per service', () => {
+    expect(loadServiceSettings('cases', base).outbox.sweepWalCompression).toBe('lz4');
+    expect(loadServiceSettings('cases', { ...base, CRAIG__SWEEP_WAL_COMPRESSION: 'off' }).outbox.sweepWalCompression).toBe('off');
+    expect(loadServiceSettings('cases', { ...base, CRAIG__SWEEP_WAL_COMPRESSION: 'off', CRAIG_CASES__SWEEP_WAL_COMPRESSION: 'zstd' }).outbox.sweepWalCompression).toBe('zstd');
+  });
+
+  it.each(['LZ4', 'on', 'gzip', ''])('refuses SWEEP_WAL_COMPRESSION %j, naming the variable, the value and the choices', (raw) => {
+    const { error, issues } = problems('cases', { ...base, CRAIG_CASES__SWEEP_WAL_COMPRESSION: raw });
+    expect(issues).toHaveLength(1);
+    expect(issues[0]).toMatchObject({ path: 'outbox.sweepWalCompression', variable: 'CRAIG_CASES__SWEEP_WAL_COMPRESSION', value: raw });
+    expect(error.message).toContain(`CRAIG_CASES__SWEEP_WAL_COMPRESSION=${JSON.stringify(raw)}`);
+    expect(error.message).toContain('lz4, zstd, pglz, off');
+  });
+
   it.each(['0', '-5', '1.5', '20s', '', '604801'])('refuses EVENT_PRUNE_EVERY_TICKS %j, naming the variable and value', (raw) => {
     const { error, issues } = problems('cases', { ...base, CRAIG_CASES__EVENT_PRUNE_EVERY_TICKS: raw });
     expect(issues).toHaveLength(1);

@@ -62,6 +62,8 @@ export interface BaseSettings {
     readonly maxAttempts: number;
     /** Outbox-worker ticks (1 s) between transport prune cycles (EVENT_PRUNE_EVERY_TICKS; 3600, hourly, by default). */
     readonly pruneEveryTicks: number;
+    /** SWEEP_WAL_COMPRESSION: how the sweeps compress their own full-page images ('off': the server's setting); default lz4. */
+    readonly sweepWalCompression: 'lz4' | 'zstd' | 'pglz' | 'off';
   };
   readonly inbox: {
     /** INBOX_MAX_RETRIES: retries of a handler that threw. */

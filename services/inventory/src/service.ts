@@ -49,6 +49,7 @@ export function createService(deps: InventoryDeps): InventoryService {
     ...(deps.runner?.idleMs === undefined ? {} : { idleMs: deps.runner.idleMs }),
     ...(deps.runner?.stepPauseMs === undefined ? {} : { stepPauseMs: deps.runner.stepPauseMs }),
     ...(deps.runner?.historyEveryMs === undefined ? {} : { historyEveryMs: deps.runner.historyEveryMs }),
+    ...(deps.sweepWalCompression === undefined ? {} : { walCompression: deps.sweepWalCompression === 'off' ? false : deps.sweepWalCompression }),
   });
   return { app, runner, outbox };
 }

@@ -12,11 +12,11 @@ import { SAFETY_EVENTS, SAFETY_MIGRATION_SETS } from '@craig/svc-safety';
 import { SECURITY_ARCHIVE_SPECS, SECURITY_EVENTS, securityMigrationSets } from '@craig/svc-security';
 
 /** The settings parts the operator commands use: the database, the windows, the archive's hot window, cleanup and local sweeps. */
-const TOOL_PARTS = ['databaseUrl', 'migrationDatabaseUrl', 'runtimeRole', 'retention', 'archive', 'cleanup', 'reconcile', 'sendJobs'] as const;
+const TOOL_PARTS = ['databaseUrl', 'migrationDatabaseUrl', 'runtimeRole', 'retention', 'outbox', 'archive', 'cleanup', 'reconcile', 'sendJobs'] as const;
 
 /**
  * What `migrate`, `prune`, `invariants` and the archive commands read of a service's settings:
- * its database URL and every retention window, never the admin token, the HTTP or transport
+ * its database URL, every retention window and the sweeps' settings, never the admin token, the HTTP or transport
  * keys (`loadSettingsParts`: those parts are not even required). The archive commands add
  * the object store.
  */

@@ -42,6 +42,14 @@ export function commonDefs(httpPort: number): SettingDef[] {
       description:
         'Outbox-worker ticks (1 s each) between transport prune cycles, from a per-service jitter; the service-local sweeps (exchange send jobs, financial reconcile queue) keep the same cadence. Production keeps the hourly default (3600); the devstack sets 20 so sweeps show within a minute.',
     }),
+    def({
+      key: 'SWEEP_WAL_COMPRESSION',
+      path: 'outbox.sweepWalCompression',
+      schema: v.walCompression,
+      default: 'lz4',
+      description:
+        "How the transport prune (and inventory's cleanup runner) compress the full-page images of their own deletes (`wal_compression` on their sessions, ADR-069): `lz4`, `zstd`, `pglz`, or `off` for the server's setting. A server that compresses already keeps its method; the runtime role needs `SET ON PARAMETER wal_compression` (granted by the migration login when it is a superuser), else the sweeps run uncompressed and warn once.",
+    }),
     def({ key: 'INBOX_MAX_RETRIES', path: 'inbox.maxRetries', schema: v.wholeNumber(0, 100, 'retries'), default: '5', description: 'Handler retries before a message is dead-lettered.' }),
     def({
       key: 'INBOX_MAX_DELIVERIES',

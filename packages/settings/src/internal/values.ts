@@ -46,6 +46,8 @@ export const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trac
 
 export const transportKind = z.enum(['postgres', 'rabbitmq'], { error: 'must be "postgres" or "rabbitmq"' });
 
+export const walCompression = z.enum(['lz4', 'zstd', 'pglz', 'off'], { error: 'must be one of lz4, zstd, pglz, off' });
+
 /** `local` is named in the refusal: it has no request timeouts, so a stalled write hangs a cycle forever. */
 export const objectStoreBackend = z.string().superRefine((raw, ctx) => {
   if (raw === 'local' || raw === 'file' || raw === 'filesystem') {

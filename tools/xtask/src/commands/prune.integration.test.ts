@@ -62,7 +62,7 @@ describe('pnpm xtask prune <service>', () => {
     expect(await runXtask(['prune', 'lab', '--json'], { env: env({ CRAIG__EVENT_INBOX_RETENTION_DAYS: '0' }), stdout: run })).toBe(0);
     expect(JSON.parse(run.text())).toEqual({
       service: 'lab',
-      transport: { skipped: false, aborted: false, ms: expect.any(Number) },
+      transport: { skipped: false, aborted: false, ms: expect.any(Number), walCompression: 'lz4' },
       tables: [
         { table: 'event_outbox', windowDays: 30, status: 'pruned', deleted: 30, batches: expect.any(Number), latch: null },
         { table: 'event_inbox', windowDays: 0, status: 'disabled', deleted: 0, batches: 0, latch: null },

@@ -88,7 +88,8 @@ service does; the admin token, HTTP and transport settings are not needed.
       }
     }
 
-    const result = await pruneTransportTables({ databaseUrl: settings.databaseUrl, service, retention, logger: pino({ level: 'silent' }), signal: ctx.signal });
+    const wal = settings.outbox.sweepWalCompression;
+    const result = await pruneTransportTables({ databaseUrl: settings.databaseUrl, service, retention, logger: pino({ level: 'silent' }), signal: ctx.signal, walCompression: wal === 'off' ? false : wal });
     if (json) {
       const tables: Array<Record<string, unknown>> = result.tables.map((t) => tableJson(t, t.table === 'event_outbox' ? retention.outboxDays : retention.inboxDays));
       for (const local of locals) {
@@ -97,7 +98,7 @@ service does; the admin token, HTTP and transport settings are not needed.
         const run = await runLocalSweep(local.definition, { databaseUrl: settings.databaseUrl, windowDays: local.windowDays, applicationName: `${service}:${table}-sweep`, ...(ctx.signal ? { signal: ctx.signal } : {}) });
         tables.push(tableJson({ table, ...run }, local.windowDays));
       }
-      print({ service: name, transport: { skipped: result.skipped, aborted: result.aborted, ms: result.ms }, tables });
+      print({ service: name, transport: { skipped: result.skipped, aborted: result.aborted, ms: result.ms, ...(result.walCompression ? { walCompression: result.walCompression } : {}) }, tables });
       return 0;
     }
     if (result.skipped) {
