@@ -69,8 +69,8 @@ export interface CycleReport {
   readonly busy: number;
   readonly failed: number;
   readonly counts: Pick<RowCounts, 'deleted' | 'moved' | 'alreadyAbsent' | 'retained'>;
-  /** `wal_compression` on the cycle's session ('off': uncompressed), when the cycle held the lock. */
-  readonly walCompression?: string;
+  /** `wal_compression` on the cycle's session ('off': uncompressed); undefined when the cycle did not hold the lock. */
+  readonly walCompression: string | undefined;
 }
 
 export interface CleanupRunner {
@@ -108,7 +108,7 @@ export function createCleanupRunner(options: CleanupRunnerOptions): CleanupRunne
   let walRefusalLogged = false;
 
   async function runCycle(signal?: AbortSignal): Promise<CycleReport> {
-    const report: { -readonly [K in keyof CycleReport]: CycleReport[K] } & { counts: Record<'deleted' | 'moved' | 'alreadyAbsent' | 'retained', number> } = { skipped: false, steps: 0, jobsFinished: 0, cancelledExpired: 0, busy: 0, failed: 0, counts: { deleted: 0, moved: 0, alreadyAbsent: 0, retained: 0 } };
+    const report = { walCompression: undefined as string | undefined, skipped: false, steps: 0, jobsFinished: 0, cancelledExpired: 0, busy: 0, failed: 0, counts: { deleted: 0, moved: 0, alreadyAbsent: 0, retained: 0 } };
     if (options.sql) {
       // Each count on its state's partial index; the same look feeds the stuck-job gauges.
       const [work] = await options.sql<{ deleting: number; collecting: number; expired: number; oldest_step: number | null }[]>`
@@ -128,15 +128,11 @@ export function createCleanupRunner(options: CleanupRunnerOptions): CleanupRunne
         if (!(await session.tryAdvisoryLock(LOCK_KEYS.cleanupCoordinator))) return { ...report, skipped: true };
         // A step's WAL is mostly full-page images of the pages it deletes from; compressed, a
         // sync writer's commits wait behind less of it (ADR-069).
-        if (options.walCompression === false) {
-          report.walCompression = (await session.sql<{ s: string }[]>`select current_setting('wal_compression') as s`)[0]!.s;
-        } else {
-          const wal = await compressSessionWal(session.sql, options.walCompression ?? 'lz4');
-          report.walCompression = wal.setting;
-          if (wal.refused !== undefined && !walRefusalLogged) {
-            walRefusalLogged = true;
-            logger.warn({ reason: wal.refused }, 'cleanup runner: its session may not set wal_compression, so its steps write uncompressed full-page images (GRANT SET ON PARAMETER wal_compression TO <runtime role>; docs/adr/069-prune-wal-compression.md)');
-          }
+        const wal = await compressSessionWal(session.sql, options.walCompression ?? 'lz4');
+        report.walCompression = wal.setting;
+        if (wal.refused !== undefined && !walRefusalLogged) {
+          walRefusalLogged = true;
+          logger.warn({ reason: wal.refused }, 'cleanup runner: its session may not set wal_compression, so its steps write uncompressed full-page images (GRANT SET ON PARAMETER wal_compression TO <runtime role>; docs/adr/069-prune-wal-compression.md)');
         }
         report.cancelledExpired = (await cancelExpiredJobs(session.sql)).length;
         const jobs = await session.sql<{ id: string; kind: string; steps_done: number }[]>`

@@ -126,11 +126,8 @@ export async function ensureRuntimeRole(sql: Sql, options: RuntimeRoleOptions): 
 async function grantParameter(sql: Sql, role: string, parameter: string): Promise<ParameterGrant> {
   const [server] = await sql<{ version: number }[]>`select current_setting('server_version_num')::int as version`;
   if (server!.version < 150000) return { parameter, status: 'refused', reason: `parameter privileges need PostgreSQL 15 (server ${server!.version})` };
-  const held = async () => {
-    const [row] = await sql<{ held: boolean }[]>`select has_parameter_privilege(${role}, ${parameter}, 'SET') as held`;
-    return row!.held;
-  };
-  if (await held()) return { parameter, status: 'held' };
+  const [held] = await sql<{ held: boolean }[]>`select has_parameter_privilege(${role}, ${parameter}, 'SET') as held`;
+  if (held!.held) return { parameter, status: 'held' };
   try {
     await retryConcurrent(() => sql.unsafe(`grant set on parameter ${parameter} to ${quote(role)}`), role, `grant SET on ${parameter} to`);
   } catch (error) {
@@ -138,7 +135,7 @@ async function grantParameter(sql: Sql, role: string, parameter: string): Promis
     if (isCode(cause, '42501')) return { parameter, status: 'refused', reason: (cause as Error).message };
     throw error;
   }
-  return (await held()) ? { parameter, status: 'granted' } : { parameter, status: 'refused', reason: 'the GRANT succeeded but the role does not hold the privilege' };
+  return { parameter, status: 'granted' };
 }
 
 async function readRole(sql: Sql, role: string): Promise<RoleRow | undefined> {

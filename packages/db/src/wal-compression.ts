@@ -22,25 +22,22 @@ export interface SessionWalCompression {
 
 /**
  * Compress the session's full-page images with `method` for the rest of the session, unless
- * the server already compresses them (an operator's `pglz`, `lz4` or `zstd` is kept). Refusal
- * is not an error: the work goes on uncompressed, and `refused` says why.
+ * the server already compresses them (an operator's `pglz`, `lz4` or `zstd` is kept); `false`
+ * only reports the server's setting. Refusal is not an error: the work goes on uncompressed,
+ * and `refused` says why.
  */
-export async function compressSessionWal(sql: Sql, method: WalCompressionMethod): Promise<SessionWalCompression> {
-  if (!WAL_COMPRESSION_METHODS.includes(method)) throw new TypeError(`wal compression method must be one of ${WAL_COMPRESSION_METHODS.join(', ')}: ${JSON.stringify(method)}`);
-  const current = await setting(sql);
-  if (current !== 'off') return { setting: current, changed: false };
+export async function compressSessionWal(sql: Sql, method: WalCompressionMethod | false): Promise<SessionWalCompression> {
+  if (method !== false && !WAL_COMPRESSION_METHODS.includes(method)) throw new TypeError(`wal compression method must be one of ${WAL_COMPRESSION_METHODS.join(', ')}: ${JSON.stringify(method)}`);
+  const [current] = await sql<{ setting: string }[]>`select current_setting('wal_compression') as setting`;
+  if (method === false || current!.setting !== 'off') return { setting: current!.setting, changed: false };
+  let set: { setting: string } | undefined;
   try {
-    await sql`select set_config('wal_compression', ${method}, false)`;
+    [set] = await sql<{ setting: string }[]>`select set_config('wal_compression', ${method}, false) as setting`;
   } catch (error) {
     const code = (error as { code?: string }).code;
     // 42501: no SET privilege on the parameter; 22023: a method this server was built without.
-    if (code === '42501' || code === '22023') return { setting: current, changed: false, refused: (error as Error).message };
+    if (code === '42501' || code === '22023') return { setting: current!.setting, changed: false, refused: (error as Error).message };
     throw error;
   }
-  return { setting: await setting(sql), changed: true };
-}
-
-async function setting(sql: Sql): Promise<string> {
-  const [row] = await sql<{ setting: string }[]>`select current_setting('wal_compression') as setting`;
-  return row!.setting;
+  return { setting: set!.setting, changed: true };
 }

@@ -135,15 +135,11 @@ export async function pruneTransportTables(options: PruneCycleOptions): Promise<
         await session.sql`set synchronous_commit = off`;
         // Most of a sweep's WAL is full-page images; compressed, it writes a fraction of the
         // WAL, which is what a concurrent writer's commits wait behind (ADR-069).
-        if (options.walCompression !== false) {
-          const wal = await compressSessionWal(session.sql, options.walCompression ?? DEFAULT_PRUNE_WAL_COMPRESSION);
-          walCompression = wal.setting;
-          if (wal.refused !== undefined && !refusalLogged) {
-            refusalLogged = true;
-            logger.warn({ reason: wal.refused }, `event retention prune: its session may not set wal_compression, so it writes uncompressed full-page images (grant it as a superuser: GRANT SET ON PARAMETER wal_compression TO <runtime role>; docs/adr/069-prune-wal-compression.md)`);
-          }
-        } else {
-          walCompression = (await session.sql<{ s: string }[]>`select current_setting('wal_compression') as s`)[0]!.s;
+        const wal = await compressSessionWal(session.sql, options.walCompression ?? DEFAULT_PRUNE_WAL_COMPRESSION);
+        walCompression = wal.setting;
+        if (wal.refused !== undefined && !refusalLogged) {
+          refusalLogged = true;
+          logger.warn({ reason: wal.refused }, `event retention prune: its session may not set wal_compression, so it writes uncompressed full-page images (grant it as a superuser: GRANT SET ON PARAMETER wal_compression TO <runtime role>; docs/adr/069-prune-wal-compression.md)`);
         }
         const latches = await readPruneLatches(session.sql);
         // ORDER IS LOAD-BEARING: outbox before inbox, never in one transaction. A cycle that

@@ -2,6 +2,7 @@
 // and the outbox worker, from the dependencies every service takes.
 import type { Sql } from '@craig/db';
 import { OutboxWorker, type DedupHorizonOptions, type RetentionWindows, type Transport } from '@craig/mq';
+import type { BaseSettings } from '@craig/settings';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -27,7 +28,7 @@ export interface ServiceCoreDeps {
   /** EVENT_PRUNE_EVERY_TICKS: outbox-worker ticks between transport prune cycles; default hourly (3600). */
   readonly pruneEveryTicks?: number;
   /** SWEEP_WAL_COMPRESSION: how the transport prune compresses its own full-page images; default lz4 ('off': the server's setting). */
-  readonly sweepWalCompression?: 'lz4' | 'zstd' | 'pglz' | 'off';
+  readonly sweepWalCompression?: BaseSettings['outbox']['sweepWalCompression'];
   readonly logger?: Logger;
   /** Outbox loop tuning (tests); defaults suit production. */
   readonly outbox?: { readonly pollIntervalMs?: number };

@@ -2,11 +2,11 @@
 // of the same rows on a copy of the same database, each with a sync writer upserting into an
 // unaffected library of the same server the whole time.
 import { DEFAULT_STEP_PAUSE_MS, DEFAULT_WINDOW_MS, DEFAULT_WINDOW_STEPS, RUNTIME_ROLE, status, stepWindow, type StepTimings } from '@craig/cleanup';
-import { compressSessionWal, createClient, WAL_COMPRESSION_METHODS, type WalCompressionMethod } from '@craig/db';
+import { compressSessionWal, createClient, type WalCompressionMethod } from '@craig/db';
 import { UsageError, writeLine } from '../command.ts';
 import { buildFixture, copyDatabase, dropDatabase, warm, WRITER_ITEMS, type Fixture } from './cleanup-fixture.ts';
 import { latencyStats, printTable, rate, ratio, writeResult } from './measure.ts';
-import { alternate, machineInfo, roundsOption, runRecord, spread } from './rounds.ts';
+import { alternate, machineInfo, roundsOption, runRecord, spread, walCompressionOption } from './rounds.ts';
 import type { BenchSuite } from './suite.ts';
 import { statsIn } from './timed-probe.ts';
 import { startWriter } from './writer.ts';
@@ -123,9 +123,7 @@ export const cleanupSuite: BenchSuite = {
     const activeMs = intOption(options, 'active-ms', 500, 50);
     const idleMs = intOption(options, 'idle-ms', 500, 50);
     const roundCount = roundsOption(options);
-    const walOption = options.get('wal-compression') ?? 'lz4';
-    if (walOption !== 'off' && !WAL_COMPRESSION_METHODS.includes(walOption as WalCompressionMethod)) throw new UsageError(`--wal-compression must be off or one of ${WAL_COMPRESSION_METHODS.join(', ')}: ${walOption}`);
-    const walCompression = walOption === 'off' ? false : (walOption as WalCompressionMethod);
+    const { text: walOption, method: walCompression } = walCompressionOption(options);
     const record = runRecord('cleanup', options, roundCount);
     const log = (line: string) => writeLine(ctx.stderr, `bench cleanup: ${line}`);
     const fixture = await buildFixture(rows, log);

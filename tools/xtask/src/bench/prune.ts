@@ -2,13 +2,13 @@
 // rows, on identical copies of one outbox, in alternating rounds, each with a single-row writer
 // beside it; then our loop alone at each --scale size (per-batch and per-row cost).
 import { createClient, type Sql } from '@craig/db';
-import { WAL_COMPRESSION_METHODS, type WalCompressionMethod } from '@craig/db';
-import { DEFAULT_PRUNE_WAL_COMPRESSION, outboxPruneTarget, pruneTable, pruneTransportTables, PRUNE_MAX_BATCH, PRUNE_TARGET_BATCH_MS } from '@craig/mq';
+import type { WalCompressionMethod } from '@craig/db';
+import { outboxPruneTarget, pruneTable, pruneTransportTables, PRUNE_MAX_BATCH, PRUNE_TARGET_BATCH_MS } from '@craig/mq';
 import type { TestDatabase } from '@craig/testkit';
 import { UsageError, writeLine } from '../command.ts';
 import { outboxCopy, outboxWriter, walBytesSince, walPosition, warm } from './fixtures.ts';
 import { latencyStats, printTable, rate, ratio, writeResult, type LatencyStats } from './measure.ts';
-import { alternate, machineInfo, roundsOption, runRecord, spread } from './rounds.ts';
+import { alternate, machineInfo, roundsOption, runRecord, spread, walCompressionOption } from './rounds.ts';
 import type { BenchSuite } from './suite.ts';
 
 const WINDOW_DAYS = 30;
@@ -155,9 +155,7 @@ export const pruneSuite: BenchSuite = {
     const variants = new Set((options.get('variants') ?? '').split(',').filter(Boolean));
     const idleSeconds = Number(options.get('idle-seconds') ?? 3);
     const roundCount = roundsOption(options);
-    const walOption = options.get('wal-compression') ?? DEFAULT_PRUNE_WAL_COMPRESSION;
-    if (walOption !== 'off' && !WAL_COMPRESSION_METHODS.includes(walOption as WalCompressionMethod)) throw new UsageError(`--wal-compression must be off or one of ${WAL_COMPRESSION_METHODS.join(', ')}: ${walOption}`);
-    const walCompression = walOption === 'off' ? false : (walOption as WalCompressionMethod);
+    const { text: walOption, method: walCompression } = walCompressionOption(options);
     for (const [name, n] of [['rows', rows], ['batch', Number(fixed ?? 5000)], ['target-ms', targetMs], ['idle-seconds', idleSeconds], ...scale.map((s) => ['scale', s] as const)] as const) {
       if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer: ${n}`);
     }

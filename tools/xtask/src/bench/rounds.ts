@@ -3,7 +3,7 @@
 // (ours, baseline; then baseline, ours; …), reports the median of the per-round ratios with
 // their interquartile range, and records the machine and its load before, during and after.
 import { cpus, loadavg, totalmem } from 'node:os';
-import { createClient } from '@craig/db';
+import { createClient, WAL_COMPRESSION_METHODS, type WalCompressionMethod } from '@craig/db';
 import { postgres } from '@craig/testkit';
 import { UsageError } from '../command.ts';
 
@@ -117,6 +117,17 @@ export function roundsOption(options: ReadonlyMap<string, string>): number {
   const n = raw === undefined ? DEFAULT_ROUNDS : Number(raw);
   if (!Number.isInteger(n) || n < 1) throw new UsageError(`--rounds must be a positive integer: ${raw}`);
   return n;
+}
+
+/**
+ * `--wal-compression`: how our sweep's session compresses its full-page images (ADR-069), `off`
+ * for the server's setting; default lz4, as the sweeps run. The option's text goes in the JSON.
+ */
+export function walCompressionOption(options: ReadonlyMap<string, string>): { readonly text: string; readonly method: WalCompressionMethod | false } {
+  const text = options.get('wal-compression') ?? 'lz4';
+  if (text === 'off') return { text, method: false };
+  if (!WAL_COMPRESSION_METHODS.includes(text as WalCompressionMethod)) throw new UsageError(`--wal-compression must be off or one of ${WAL_COMPRESSION_METHODS.join(', ')}: ${text}`);
+  return { text, method: text as WalCompressionMethod };
 }
 
 export interface MachineInfo {
