@@ -34,6 +34,17 @@ async function messagesOf(db: TestDatabase): Promise<Message[]> {
   }));
 }
 
+/**
+ * Run before each contender, outside its timing: vacuum what the previous one left behind (our
+ * drain's stamps leave a dead version of every outbox row, which autovacuum would otherwise clean
+ * while the next contender runs, charging it to that one) and checkpoint, so that no contender
+ * starts in the other's wake or meets a checkpoint the other's WAL forced.
+ */
+async function settle(db: TestDatabase): Promise<void> {
+  await db.sql`vacuum event_outbox`;
+  await db.sql`checkpoint`;
+}
+
 /** Our drain: OutboxWorker.drainOnce until nothing is pending. */
 async function drainAll(db: TestDatabase, transport: Transport, batchSize: number, lanes: number): Promise<{ ms: number; published: number }> {
   const sql = createClient(db.url, { service: 'bench-drain', max: lanes + 1 });
@@ -121,6 +132,7 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
       try {
         const messages = await messagesOf(db);
         const bare = async (headers = true) => {
+          await settle(db);
           const confirm = await conn.createConfirmChannel();
           const ms = await bareConfirmLoop(confirm, exchange, messages, Number.POSITIVE_INFINITY, headers);
           await confirm.close();
@@ -128,6 +140,7 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
           return ms;
         };
         const drain = async () => {
+          await settle(db);
           const r = await drainAll(db, transport, batchSize, lanes);
           const [{ n } = { n: 0 }] = await db.sql<{ n: number }[]>`select count(*)::int as n from event_outbox where published_at is null`;
           if (n !== 0 || r.published !== events) throw new Error(`drain left ${n} pending / published ${r.published}`);
@@ -176,6 +189,7 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
       try {
         const messages = await messagesOf(db);
         const bare = async (headers = true) => {
+          await settle(db);
           const sql = createClient(bus.url, { service: 'bench-insert', max: 1 });
           const started = performance.now();
           for (let i = 0; i < messages.length; i += batchSize) {
@@ -189,6 +203,7 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
           return ms;
         };
         const drain = async () => {
+          await settle(db);
           const r = await drainAll(db, transport, batchSize, lanes);
           const [{ n } = { n: 0 }] = await bus.sql<{ n: number }[]>`select count(*)::int as n from bus_deliveries`;
           if (n !== events) throw new Error(`bus holds ${n} deliveries, expected ${events}`);
