@@ -11,6 +11,11 @@ export type WalCompressionMethod = 'lz4' | 'zstd' | 'pglz';
 
 export const WAL_COMPRESSION_METHODS: readonly WalCompressionMethod[] = ['lz4', 'zstd', 'pglz'];
 
+/** A setting's value (`SWEEP_WAL_COMPRESSION`, a bench option) as {@link compressSessionWal} takes it: `'off'` is `false`, the server's setting. */
+export function walCompressionOf(value: WalCompressionMethod | 'off'): WalCompressionMethod | false {
+  return value === 'off' ? false : value;
+}
+
 export interface SessionWalCompression {
   /** `wal_compression` on the session afterwards, as the server reports it. */
   readonly setting: string;

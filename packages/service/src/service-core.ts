@@ -1,6 +1,6 @@
 // What every service's `createService` builds first: the HTTP app with the event admin routes
 // and the outbox worker, from the dependencies every service takes.
-import type { Sql } from '@craig/db';
+import { walCompressionOf, type Sql } from '@craig/db';
 import { OutboxWorker, type DedupHorizonOptions, type RetentionWindows, type Transport } from '@craig/mq';
 import type { BaseSettings } from '@craig/settings';
 import type { FastifyInstance } from 'fastify';
@@ -89,7 +89,7 @@ export function serviceCore(service: string, deps: ServiceCoreDeps, options: Ser
     logger,
     ...(deps.outbox?.pollIntervalMs === undefined ? {} : { pollIntervalMs: deps.outbox.pollIntervalMs }),
     ...(deps.pruneEveryTicks === undefined ? {} : { pruneEveryTicks: deps.pruneEveryTicks }),
-    ...(deps.sweepWalCompression === undefined ? {} : { pruneWalCompression: deps.sweepWalCompression === 'off' ? false : deps.sweepWalCompression }),
+    ...(deps.sweepWalCompression === undefined ? {} : { pruneWalCompression: walCompressionOf(deps.sweepWalCompression) }),
   });
   return { app, outbox, logger };
 }

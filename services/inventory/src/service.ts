@@ -1,4 +1,5 @@
 import { createCleanupRunner, RUNTIME_ROLE, type CleanupRunner } from '@craig/cleanup';
+import { walCompressionOf } from '@craig/db';
 import type { OutboxWorker } from '@craig/mq';
 import { serviceCore, type ServiceCoreDeps } from '@craig/service';
 import type { CleanupSettings } from '@craig/settings';
@@ -49,7 +50,7 @@ export function createService(deps: InventoryDeps): InventoryService {
     ...(deps.runner?.idleMs === undefined ? {} : { idleMs: deps.runner.idleMs }),
     ...(deps.runner?.stepPauseMs === undefined ? {} : { stepPauseMs: deps.runner.stepPauseMs }),
     ...(deps.runner?.historyEveryMs === undefined ? {} : { historyEveryMs: deps.runner.historyEveryMs }),
-    ...(deps.sweepWalCompression === undefined ? {} : { walCompression: deps.sweepWalCompression === 'off' ? false : deps.sweepWalCompression }),
+    ...(deps.sweepWalCompression === undefined ? {} : { walCompression: walCompressionOf(deps.sweepWalCompression) }),
   });
   return { app, runner, outbox };
 }

@@ -3,7 +3,7 @@
 // (ours, baseline; then baseline, ours; …), reports the median of the per-round ratios with
 // their interquartile range, and records the machine and its load before, during and after.
 import { cpus, loadavg, totalmem } from 'node:os';
-import { createClient, WAL_COMPRESSION_METHODS, type WalCompressionMethod } from '@craig/db';
+import { createClient, WAL_COMPRESSION_METHODS, walCompressionOf, type WalCompressionMethod } from '@craig/db';
 import { postgres } from '@craig/testkit';
 import { UsageError } from '../command.ts';
 
@@ -125,9 +125,8 @@ export function roundsOption(options: ReadonlyMap<string, string>): number {
  */
 export function walCompressionOption(options: ReadonlyMap<string, string>): { readonly text: string; readonly method: WalCompressionMethod | false } {
   const text = options.get('wal-compression') ?? 'lz4';
-  if (text === 'off') return { text, method: false };
-  if (!WAL_COMPRESSION_METHODS.includes(text as WalCompressionMethod)) throw new UsageError(`--wal-compression must be off or one of ${WAL_COMPRESSION_METHODS.join(', ')}: ${text}`);
-  return { text, method: text as WalCompressionMethod };
+  if (text !== 'off' && !WAL_COMPRESSION_METHODS.includes(text as WalCompressionMethod)) throw new UsageError(`--wal-compression must be off or one of ${WAL_COMPRESSION_METHODS.join(', ')}: ${text}`);
+  return { text, method: walCompressionOf(text as WalCompressionMethod | 'off') };
 }
 
 export interface MachineInfo {

@@ -1,4 +1,4 @@
-import { createClient } from '@craig/db';
+import { createClient, walCompressionOf } from '@craig/db';
 import { previewLocalSweep, previewTransportPrune, pruneTransportTables, resumePrune, runLocalSweep, TRANSPORT_TABLES, type LocalSweepStatus, type PruneLatch, type TablePrunePreview, type TablePruneStatus } from '@craig/mq';
 import pino from 'pino';
 import { parseArgs, UsageError, writeLine, type Command } from '../command.ts';
@@ -88,8 +88,7 @@ service does; the admin token, HTTP and transport settings are not needed.
       }
     }
 
-    const wal = settings.outbox.sweepWalCompression;
-    const result = await pruneTransportTables({ databaseUrl: settings.databaseUrl, service, retention, logger: pino({ level: 'silent' }), signal: ctx.signal, walCompression: wal === 'off' ? false : wal });
+    const result = await pruneTransportTables({ databaseUrl: settings.databaseUrl, service, retention, logger: pino({ level: 'silent' }), signal: ctx.signal, walCompression: walCompressionOf(settings.outbox.sweepWalCompression) });
     if (json) {
       const tables: Array<Record<string, unknown>> = result.tables.map((t) => tableJson(t, t.table === 'event_outbox' ? retention.outboxDays : retention.inboxDays));
       for (const local of locals) {
