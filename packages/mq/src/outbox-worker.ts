@@ -60,8 +60,8 @@ export interface OutboxWorkerOptions {
 /** Most rows one drain batch claims, by default. */
 export const DEFAULT_DRAIN_BATCH = 4000;
 /**
- * The largest drain batch: one batch is one statement on the PostgreSQL bus, five parameters a
- * message, and a statement takes at most 65,535.
+ * The largest drain batch: it bounds the rows one drain transaction holds locked while its
+ * publish is in flight, and (with `batchBytes`) what one batch takes in memory.
  */
 export const MAX_DRAIN_BATCH = 10_000;
 /** Payload and headers text one drain batch claims, by default (it stops at the row reaching it). */

@@ -119,8 +119,17 @@ class PostgresBusTransport implements Transport {
       const shared = sharedHeaders(sendable);
       const insert = () => this.sql`
         with m as (
-          select v.event_id::uuid as event_id, v.routing_key, v.body, ${shared === undefined ? this.sql`v.headers::jsonb` : this.sql`null::jsonb`} as headers, v.ord::int as ord
-          from (values ${this.sql(sendable.map((m, i) => (shared === undefined ? [m.eventId, m.routingKey, m.body, headersJson(m.headers), i] : [m.eventId, m.routingKey, m.body, i])))}) as v(event_id, routing_key, body, ${shared === undefined ? this.sql`headers, ` : this.sql``}ord)
+          -- A column a parameter, not a VALUES list of four or five parameters a message (16,000
+          -- to bind and a 4,000-row VALUES to plan for a drain batch): ids and keys as arrays,
+          -- bodies as one text split on a separator none of them holds (else one JSON array),
+          -- headers as one JSON array, zipped in publish order (ADR-071).
+          select u.event_id, u.routing_key, u.body, ${shared === undefined ? this.sql`u.headers` : this.sql`null::jsonb`} as headers, u.ord
+          from rows from (
+            unnest(${sendable.map((m) => m.eventId)}::uuid[]),
+            unnest(${sendable.map((m) => m.routingKey)}::text[]),
+            ${bodiesColumn(this.sql, sendable)}${shared === undefined ? this.sql`,
+            jsonb_array_elements(${`[${sendable.map((m) => headersJson(m.headers)).join(',')}]`}::text::jsonb)` : this.sql``}
+          ) with ordinality as u(event_id, routing_key, body, ${shared === undefined ? this.sql`headers, ` : this.sql``}ord)
         ), h as materialized (
           select ${shared ?? '{}'}::text::jsonb as headers
         ), routes as materialized (
@@ -233,6 +242,24 @@ class PostgresBusTransport implements Transport {
     loop.start();
     return loop;
   }
+}
+
+/**
+ * Separates the bodies of one publish in a single text parameter. A drained message's body is
+ * JSON, where a control character only ever appears escaped, so this one never does; a body
+ * that holds it anyway sends the call's bodies as a JSON array instead.
+ */
+const BODY_SEPARATOR = '\x1e';
+
+/**
+ * The bodies as one set-returning column, in order. Split on {@link BODY_SEPARATOR}: cheaper to
+ * build and to parse than a text[] literal (every quote escaped) or JSON (about a quarter less
+ * server time, ADR-071). A single body goes as JSON: an empty text splits into no element at all.
+ */
+function bodiesColumn(sql: Sql, messages: readonly OutgoingMessage[]) {
+  const bodies = messages.map((m) => m.body);
+  if (bodies.length > 1 && !bodies.some((b) => b.includes(BODY_SEPARATOR))) return sql`string_to_table(${bodies.join(BODY_SEPARATOR)}, ${BODY_SEPARATOR})`;
+  return sql`json_array_elements_text(${JSON.stringify(bodies)}::text::json)`;
 }
 
 /** The headers' JSON when every message carries the same headers object (or none), else undefined. */

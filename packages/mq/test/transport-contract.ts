@@ -84,6 +84,25 @@ export function transportContract(name: string, setup: () => Promise<ContractHar
       await sub.close();
     });
 
+    it('carries any body text intact, alone or in a batch, whatever it holds', async () => {
+      const consumer = harness.consumer('bodies');
+      const got = recorder<Delivery>();
+      const sub = await transport.subscribe({ consumer, patterns: ['body.*'], maxRetries: 0, prefetch: 1 }, got.handler);
+      const tricky = ['', '{"q":"\\"}', 'line\nbreak\ttab\r', '"quoted", {braces}, \\back\\slash', 'ünïcødé ✓ 𝄞 日本', ' ', ','];
+      const body = (routingKey: string, text: string): OutgoingMessage => ({ eventId: randomUUID(), routingKey, body: text });
+      // A batch of plain text (the PostgreSQL bus splits it on a separator none of it holds),
+      // a batch where one body holds that separator (sent as JSON instead), and lone messages,
+      // one of them empty.
+      const plain = tricky.map((t) => body('body.plain', t));
+      const separated = [body('body.sep', 'before\x1eafter'), body('body.sep', '\x1e'), body('body.sep', '')];
+      const alone = [body('body.alone', ''), body('body.alone', 'x\x1ey')];
+      for (const batch of [plain, separated, ...alone.map((m) => [m])]) expect(await transport.publish(batch)).toEqual(batch.map(() => ({ ok: true })));
+      const sent = [...plain, ...separated, ...alone];
+      const items = await got.waitFor(sent.length);
+      expect(items.map((d) => [d.eventId, d.routingKey, d.body])).toEqual(sent.map((m) => [m.eventId, m.routingKey, m.body]));
+      await sub.close();
+    });
+
     it('fans out to every consumer whose patterns match, and to no other', async () => {
       const [a, b, c] = [harness.consumer('fan-a'), harness.consumer('fan-b'), harness.consumer('fan-c')];
       const ga = recorder<Delivery>();
