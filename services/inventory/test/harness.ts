@@ -13,13 +13,13 @@ export interface ServiceHarness extends Harness<InventoryService> {
 }
 
 /** A migrated inventory database (named to match the allow-list) and the service on it, as the runtime role. */
-export async function serviceHarness(): Promise<ServiceHarness> {
+export async function serviceHarness(options: { sweepWalCompression?: 'lz4' | 'zstd' | 'pglz' | 'off' } = {}): Promise<ServiceHarness> {
   const h = await harness({
     name: 'inventory',
     // No template: the allow-listed install refuses a template's name, which is the point.
     migrate: (db, runtime) => migrate(db.url, inventoryMigrationSets({ allowedDatabases: ALLOWED }), { service: 'test', runtime }).then(() => undefined),
     role: RUNTIME_ROLE,
-    build: ({ deps }) => createService({ ...deps, cleanup: { collectDeadlineMinutes: 60, jobRetentionDays: 14 }, runner: { idleMs: 20 } }),
+    build: ({ deps }) => createService({ ...deps, cleanup: { collectDeadlineMinutes: 60, jobRetentionDays: 14 }, runner: { idleMs: 20 }, ...options }),
     beforeClose: (service) => service.runner.stop(),
   });
   return { ...h, admin: h.db.sql };
