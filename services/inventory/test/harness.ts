@@ -3,7 +3,7 @@ import { migrate, type Sql } from '@craig/db';
 import { call as inject, serviceHarness as harness, type Method, type ServiceHarness as Harness } from '@craig/service-testkit';
 import type { FastifyInstance } from 'fastify';
 import { inventoryMigrationSets } from '../src/migrations.ts';
-import { createService, type InventoryService } from '../src/service.ts';
+import { createService, type InventoryDeps, type InventoryService } from '../src/service.ts';
 
 export { ADMIN_TOKEN } from '@craig/service-testkit';
 export const ALLOWED = ['inventory_t*'];
@@ -13,7 +13,7 @@ export interface ServiceHarness extends Harness<InventoryService> {
 }
 
 /** A migrated inventory database (named to match the allow-list) and the service on it, as the runtime role. */
-export async function serviceHarness(options: { sweepWalCompression?: 'lz4' | 'zstd' | 'pglz' | 'off' } = {}): Promise<ServiceHarness> {
+export async function serviceHarness(options: Pick<InventoryDeps, 'sweepWalCompression'> = {}): Promise<ServiceHarness> {
   const h = await harness({
     name: 'inventory',
     // No template: the allow-listed install refuses a template's name, which is the point.
