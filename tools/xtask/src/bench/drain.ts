@@ -193,12 +193,11 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
         const messages = await messagesOf(db);
         const bare = async (headers = true) => {
           await settle(db);
-          const sql = insertSql;
           const started = performance.now();
           for (let i = 0; i < messages.length; i += batchSize) {
             // The very rows our publish writes: the drain's headers included.
             const rows = messages.slice(i, i + batchSize).map((m) => ({ consumer: 'sink', event_id: m.eventId, routing_key: m.routingKey, body: m.body, headers: headers ? HEADERS_JSON : '{}' }));
-            await sql`insert into bus_deliveries ${sql(rows, 'consumer', 'event_id', 'routing_key', 'body', 'headers')}`;
+            await insertSql`insert into bus_deliveries ${insertSql(rows, 'consumer', 'event_id', 'routing_key', 'body', 'headers')}`;
           }
           const ms = performance.now() - started;
           await bus.sql`truncate bus_delivery_counts, bus_deliveries`;
