@@ -35,6 +35,17 @@ function collect(): BodySink & { text(): string } {
   return { write: (p) => pieces.push(Buffer.from(p)) > 0, whenDrained: (resume) => resume(), piece: () => Buffer.allocUnsafe(256 * 1024), text: () => Buffer.concat(pieces).toString('utf8') };
 }
 
+/**
+ * The exact bytes each line must have: `{"col":value,…}`, every value the JSON string of the
+ * column's text (JavaScript's and PostgreSQL's escaping agree on every string PostgreSQL can
+ * hold) or null. Archives written before ADR-072 (lines built in Node) have these same bytes.
+ */
+async function expectedBody(of: TablePlan = plan): Promise<string> {
+  const columns = of.columns.map((c) => reader`${reader(`t.${c}`)}::text as ${reader(c)}`).reduce((a, b) => reader`${a}, ${b}`);
+  const rows = await reader<Record<string, string | null>[]>`select ${columns} from ${reader(of.spec.table)} t order by t.id`;
+  return rows.map((r) => `{${of.columns.map((c) => `${JSON.stringify(c)}:${r[c] === null ? 'null' : JSON.stringify(r[c])}`).join(',')}}\n`).join('');
+}
+
 /** PostgreSQL's row_to_json of every column as text, in the reader's canonical settings. */
 async function postgresLines(of: TablePlan = plan): Promise<unknown[]> {
   const columns = of.columns.map((c) => reader`${reader(`t.${c}`)}::text as ${reader(c)}`).reduce((a, b) => reader`${a}, ${b}`);
@@ -60,6 +71,7 @@ describe('the batch COPY', () => {
         expect(batch.count).toBe(values.length);
         expect(batch.rawBytes).toBe(Buffer.byteLength(sink.text()));
         expect(lines.map((l) => JSON.parse(l) as unknown)).toEqual(await postgresLines());
+        expect(sink.text()).toBe(await expectedBody());
       }),
       { numRuns: 40 },
     );
@@ -68,26 +80,29 @@ describe('the batch COPY', () => {
   it('copies the texts of number, uuid, boolean and date/time types unscanned and still writes what row_to_json says', async () => {
     // These types' texts go into the JSON unscanned (PLAIN_TYPES): their extremes, and a domain
     // over text (which must take the escaping path), against PostgreSQL's own JSON of the texts.
+    // The last column's name holds a quote, double quotes and a backslash: it is written into
+    // the line by the statement itself (a COPY takes no parameters).
     await db.sql`create domain pretty_text as text`;
     await db.sql`
       create table plain_values (
         id bigint primary key, occurred_at timestamptz not null, i2 smallint, i4 integer, n numeric, r real, d double precision,
-        o oid, u uuid, b boolean, day date, ts timestamp, t time, dom pretty_text)`;
+        o oid, u uuid, b boolean, day date, ts timestamp, t time, dom pretty_text, "it's a ""name"" \\ too" text)`;
     const plainSpec = defineArchiveSpec({ table: 'plain_values', keyColumn: 'id', timestampColumn: 'occurred_at', fixpoint: fixpoints.insertOnly() });
     try {
       await registerArchiveSpecs(db.sql, [spec, plainSpec], 30);
       await db.sql`
         insert into plain_values values
-          (-9223372036854775808, '-infinity', -32768, -2147483648, 'NaN', 'NaN', 'Infinity', 4294967295, '00000000-0000-0000-0000-000000000000', true, '4713-01-01 BC', '4713-01-01 00:00:00 BC', '24:00:00', 'say "hi"\\ 	'),
-          (0, '4713-01-01 00:00:00+00 BC', 32767, 2147483647, '-123456789012345678901234567890.000000000001', '-Infinity', '-0', 0, 'ffffffff-ffff-ffff-ffff-ffffffffffff', false, 'infinity', 'infinity', '00:00:00.000001', null),
-          (1, '2019-06-01 12:00:00.25+00', null, null, 'Infinity', 1.5e-45, 1e308, null, null, null, '5874897-12-31', '294276-12-31 23:59:59.999999', null, E'line\nbreak'),
-          (9223372036854775807, '2020-01-01 00:00:00+00', 1, 1, '-Infinity', 3.4e38, 4.9e-324, 1, gen_random_uuid(), true, '2026-12-04', '2026-12-04 01:02:03.5', '23:59:59.999999', '')`;
+          (-9223372036854775808, '-infinity', -32768, -2147483648, 'NaN', 'NaN', 'Infinity', 4294967295, '00000000-0000-0000-0000-000000000000', true, '4713-01-01 BC', '4713-01-01 00:00:00 BC', '24:00:00', 'say "hi"\\ 	', 'x'),
+          (0, '4713-01-01 00:00:00+00 BC', 32767, 2147483647, '-123456789012345678901234567890.000000000001', '-Infinity', '-0', 0, 'ffffffff-ffff-ffff-ffff-ffffffffffff', false, 'infinity', 'infinity', '00:00:00.000001', null, null),
+          (1, '2019-06-01 12:00:00.25+00', null, null, 'Infinity', 1.5e-45, 1e308, null, null, null, '5874897-12-31', '294276-12-31 23:59:59.999999', null, E'line\nbreak', '"'),
+          (9223372036854775807, '2020-01-01 00:00:00+00', 1, 1, '-Infinity', 3.4e38, 4.9e-324, 1, gen_random_uuid(), true, '2026-12-04', '2026-12-04 01:02:03.5', '23:59:59.999999', '', E'\\\\')`;
       const valuesPlan = await planTable(reader, plainSpec, 30);
       const sink = collect();
       const batch = await selectBatch(reader, valuesPlan, 30, 10, undefined, sink);
       const lines = sink.text().split('\n').slice(0, -1);
       expect(batch.count).toBe(4);
       expect(lines.map((l) => JSON.parse(l) as unknown)).toEqual(await postgresLines(valuesPlan));
+      expect(sink.text()).toBe(await expectedBody(valuesPlan));
       const [span] = await reader<{ min: string; max: string }[]>`select min(occurred_at)::text as min, max(occurred_at)::text as max from plain_values`;
       expect(batch).toMatchObject({ minKey: '-9223372036854775808', maxKey: '9223372036854775807', minTs: span!.min, maxTs: span!.max });
       expect(batch.keys).toBe('{"-9223372036854775808","0","1","9223372036854775807"}');

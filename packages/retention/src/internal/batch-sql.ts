@@ -75,11 +75,10 @@ function settingsBinder(sql: Sql, plan: TablePlan) {
  * after `after` when given, and stream them out with `COPY (…) TO STDOUT (FORMAT binary)`
  * (ADR-066). Every column is read as its PostgreSQL text (the reader's session settings make
  * that canonical), so microseconds, numeric digits and integers beyond 2^53 (bigint or inside
- * jsonb) survive. Each row arrives as length-prefixed fields (xmin, ctid, then every column):
- * Node writes each JSON line from them and copies the ids into the delete's array literals by
- * offset, with no per-row objects. (A plain select made five Buffers per row and cost ~3× the
- * main-thread time; `row_to_json` in the database cost it twice the COPY itself.) `xmin`
- * comes along so the delete can insist on the very row versions archived.
+ * jsonb) survive. PostgreSQL writes each row's JSON line itself ({@link jsonLineSql}, ADR-072):
+ * each row arrives as five length-prefixed fields (xmin, ctid, key, timestamp, line), and Node
+ * copies the line into the body and the ids into the delete's array literals by offset, with no
+ * per-row objects. `xmin` comes along so the delete can insist on the very row versions archived.
  *
  * The body (NDJSON, UTF-8, newline-terminated: one JSON object per row, columns in table order,
  * every value its PostgreSQL text or null) is never held whole: it goes to `sink` in pieces of
@@ -90,13 +89,13 @@ export async function selectBatch(sql: Sql, plan: TablePlan, hotWindowDays: numb
   const { spec } = plan;
   const key = sql(`${ALIAS}.${spec.keyColumn}`);
   const settings = settingsBinder(sql, plan);
-  const columns = joined(sql, plan.columns.map((c) => sql`${sql(`${ALIAS}.${c}`)}::text`));
   const where = sql`${eligibleSql(sql, spec, hotWindowDays, settings.binder)} ${after === undefined ? sql`` : sql`and ${key} > ${settings.key(after)}`}`;
   const prelude = settings.prelude();
   if (prelude) await prelude;
   const stream = await sql`
     copy (
-      select ${sql(`${ALIAS}.xmin`)}::text, ${sql(`${ALIAS}.ctid`)}::text, ${columns}
+      select ${sql(`${ALIAS}.xmin`)}::text, ${sql(`${ALIAS}.ctid`)}::text, ${key}::text,
+             ${sql(`${ALIAS}.${spec.timestampColumn}`)}::text, ${jsonLineSql(sql, plan)}
       from ${sql(spec.table)} as ${sql(ALIAS)}
       where ${where}
       order by ${key}
@@ -143,6 +142,29 @@ export interface BodySink {
   piece(): Buffer;
 }
 
+/**
+ * The expression that writes a row's JSON line in the database: `{"col":value,…}` and a newline,
+ * the columns in table order, each value the JSON string of the column's text or `null`. A
+ * column whose type's text never holds a quote, a backslash or a control character
+ * ({@link PLAIN_TYPES}) is wrapped in quotes as it is; any other goes through `to_json(text)`,
+ * PostgreSQL's own JSON string escaping. (Node wrote the line before ADR-072: 1.4–2.5 µs a row
+ * of the engine's main thread, its bottleneck, where the statement spends ~1 µs of the server's.)
+ */
+function jsonLineSql(sql: Sql, plan: TablePlan): PendingQuery<Row[]> {
+  const parts = plan.columns.map((c, i) => {
+    const name = sql.unsafe(sqlLiteral(`${i === 0 ? '{' : ','}${JSON.stringify(c)}:`));
+    const text = sql`${sql(`${ALIAS}.${c}`)}::text`;
+    const value = PLAIN_TYPES.has(plan.types.get(c) ?? '') ? sql`'"' || ${text} || '"'` : sql`to_json(${text})::text`;
+    return sql`${name} || coalesce(${value}, 'null')`;
+  });
+  return sql`${parts.reduce((acc, part) => sql`${acc} || ${part}`)} || ${sql.unsafe(sqlLiteral('}\n'))}`;
+}
+
+/** `text` as an escape-string literal (`E'…'`): the same whatever `standard_conforming_strings` says. */
+function sqlLiteral(text: string): string {
+  return `E'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}
+
 /** The body's piece size: large enough that the compressor's per-write cost is noise. */
 export const BODY_PIECE_BYTES = 256 * 1024;
 
@@ -152,7 +174,6 @@ const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
-const NEWLINE_BYTE = 0x0a;
 
 /** A byte buffer that grows (×1.5) as it is appended to. */
 class Bytes {
@@ -267,10 +288,18 @@ function isPlainTimestamp(src: Buffer, start: number, end: number): boolean {
   return end - start >= 10 && src[start + 4] === 0x2d && first >= 0x30 && first <= 0x39 && src[end - 1] !== 0x43;
 }
 
+/** The COPY's fields: the row version, its slot, key and timestamp texts, and its JSON line. */
+const XMIN = 0;
+const CTID = 1;
+const KEY = 2;
+const TS = 3;
+const LINE = 4;
+const FIELDS = 5;
+
 /**
  * The rows of one batch from a binary COPY stream: a header, then per row a field count and
  * each field as a length (-1: NULL) and its bytes, then a trailer (-1). Chunks may split a row
- * anywhere. Fields: xmin, ctid, then the table's columns in order, each as text.
+ * anywhere. Fields: xmin, ctid, key and timestamp as text, then the row's JSON line.
  */
 class BatchRows {
   private body: Bytes;
@@ -284,15 +313,10 @@ class BatchRows {
   private readonly maxTs = new Extreme(1);
   /** The batch is in key order: the last row's key is its greatest. */
   private readonly lastKey = new Extreme(0);
-  private readonly fields: number;
-  private readonly keyField: number;
-  private readonly tsField: number;
-  /** `{"col":` and `,"col":` for each column: the JSON line's fixed bytes. */
-  private readonly names: readonly Buffer[];
-  /** Per field: 1 when its type's text never holds a byte JSON escapes (copied as is). */
-  private readonly plain: Uint8Array;
-  private readonly starts: Int32Array;
-  private readonly ends: Int32Array;
+  /** The key's text never holds a quote or backslash (a plain type): its array element is copied unscanned. */
+  private readonly plainKey: boolean;
+  private readonly starts = new Int32Array(FIELDS);
+  private readonly ends = new Int32Array(FIELDS);
   private carry: Buffer | undefined;
   private header = false;
   private trailer = false;
@@ -304,13 +328,7 @@ class BatchRows {
     private readonly plan: TablePlan,
   ) {
     this.body = new Bytes(sink.piece());
-    this.fields = 2 + plan.columns.length;
-    this.keyField = 2 + plan.columns.indexOf(plan.spec.keyColumn);
-    this.tsField = 2 + plan.columns.indexOf(plan.spec.timestampColumn);
-    this.names = plan.columns.map((c, i) => Buffer.from(`${i === 0 ? '{' : ','}${JSON.stringify(c)}:`, 'utf8'));
-    this.plain = Uint8Array.from([0, 0, ...plan.columns.map((c) => (PLAIN_TYPES.has(plan.types.get(c) ?? '') ? 1 : 0))]);
-    this.starts = new Int32Array(this.fields);
-    this.ends = new Int32Array(this.fields);
+    this.plainKey = PLAIN_TYPES.has(plan.types.get(plan.spec.keyColumn) ?? '');
   }
 
   push(chunk: Buffer): void {
@@ -325,7 +343,7 @@ class BatchRows {
       pos = 19 + extension;
       this.header = true;
     }
-    const { starts, ends, fields } = this;
+    const { starts, ends } = this;
     rows: while (pos + 2 <= buf.length) {
       if (this.trailer) throw new Error('archive batch: data after the COPY trailer');
       const n = buf.readInt16BE(pos);
@@ -334,9 +352,9 @@ class BatchRows {
         pos += 2;
         continue;
       }
-      if (n !== fields) throw new Error(`archive batch: a COPY row of ${n} fields, expected ${fields}`);
+      if (n !== FIELDS) throw new Error(`archive batch: a COPY row of ${n} fields, expected ${FIELDS}`);
       let p = pos + 2;
-      for (let f = 0; f < fields; f++) {
+      for (let f = 0; f < FIELDS; f++) {
         if (p + 4 > buf.length) break rows;
         const length = buf.readInt32BE(p);
         p += 4;
@@ -357,40 +375,21 @@ class BatchRows {
   }
 
   private row(buf: Buffer): void {
-    const { starts, ends, keyField, tsField } = this;
-    if (starts[keyField]! < 0) throw new Error(`archive batch: a row of ${this.plan.spec.table} has a NULL ${this.plan.spec.keyColumn}`);
-    if (this.count === 0) this.minKey = buf.toString('utf8', starts[keyField], ends[keyField]);
-    this.lastKey.offer(buf, starts[keyField]!, ends[keyField]!);
+    const { starts, ends } = this;
+    if (starts[KEY]! < 0) throw new Error(`archive batch: a row of ${this.plan.spec.table} has a NULL ${this.plan.spec.keyColumn}`);
+    if (starts[LINE]! < 0) throw new Error(`archive batch: a row of ${this.plan.spec.table} came without its JSON line`);
+    if (this.count === 0) this.minKey = buf.toString('utf8', starts[KEY], ends[KEY]);
+    this.lastKey.offer(buf, starts[KEY]!, ends[KEY]!);
     this.count++;
-    this.xmins.add(buf, starts[0]!, ends[0]!, true);
-    this.ctids.add(buf, starts[1]!, ends[1]!, true);
-    this.keys.add(buf, starts[keyField]!, ends[keyField]!, this.plain[keyField] === 1);
-    const plainTs = isPlainTimestamp(buf, starts[tsField]!, ends[tsField]!);
-    this.minTs.offer(buf, starts[tsField]!, ends[tsField]!, plainTs);
-    this.maxTs.offer(buf, starts[tsField]!, ends[tsField]!, plainTs);
-    // The JSON line: every value a JSON string of its text, or null.
-    const { plain } = this;
-    let size = 2;
-    for (let f = 2; f < this.fields; f++) size += this.names[f - 2]!.length + (starts[f]! < 0 ? 4 : 2 + (plain[f] === 1 ? 1 : 6) * (ends[f]! - starts[f]!));
+    this.xmins.add(buf, starts[XMIN]!, ends[XMIN]!, true);
+    this.ctids.add(buf, starts[CTID]!, ends[CTID]!, true);
+    this.keys.add(buf, starts[KEY]!, ends[KEY]!, this.plainKey);
+    const plainTs = isPlainTimestamp(buf, starts[TS]!, ends[TS]!);
+    this.minTs.offer(buf, starts[TS]!, ends[TS]!, plainTs);
+    this.maxTs.offer(buf, starts[TS]!, ends[TS]!, plainTs);
+    const size = ends[LINE]! - starts[LINE]!;
     if (this.body.length > 0 && this.body.length + size > BODY_PIECE_BYTES) this.flush();
-    const out = this.body;
-    out.reserve(size);
-    const target = out.buf;
-    let at = out.length;
-    for (let f = 2; f < this.fields; f++) {
-      const name = this.names[f - 2]!;
-      at = copyBytes(name, 0, name.length, target, at);
-      const start = starts[f]!;
-      if (start < 0) at += NULL_JSON.copy(target, at);
-      else if (plain[f] === 1) {
-        target[at++] = QUOTE;
-        at = copyBytes(buf, start, ends[f]!, target, at);
-        target[at++] = QUOTE;
-      } else at = jsonString(buf, start, ends[f]!, target, at);
-    }
-    out.length = at;
-    out.buf[out.length++] = CLOSE_BRACE;
-    out.buf[out.length++] = NEWLINE_BYTE;
+    this.body.copy(buf, starts[LINE]!, ends[LINE]!);
   }
 
   private flush(): void {
@@ -421,58 +420,13 @@ class BatchRows {
   }
 }
 
-const NULL_JSON = Buffer.from('null');
-
 /**
  * Types (as `format_type` names them) whose text form, under {@link CANONICAL_OUTPUT}, is only
- * digits, letters, `-+.: ` and never a quote, backslash or control character: their bytes go
- * into the JSON string unscanned. Domains and everything else take the escaping path.
+ * digits, letters, `-+.: ` and never a quote, backslash or control character: the JSON line
+ * quotes their text as it is, and the gate's array literals take it unscanned. Domains and
+ * everything else go through `to_json`.
  */
 const PLAIN_TYPES: ReadonlySet<string> = new Set(['smallint', 'integer', 'bigint', 'numeric', 'real', 'double precision', 'oid', 'uuid', 'boolean', 'date', 'timestamp with time zone', 'timestamp without time zone', 'time without time zone']);
-const HEX = Buffer.from('0123456789abcdef');
-
-/** Which bytes a JSON string must escape, and how: 0 none, 1 `\uXXXX`, else the letter after `\`. */
-const ESCAPE = (() => {
-  const table = new Uint8Array(256);
-  for (let b = 0; b < 0x20; b++) table[b] = 1;
-  table[0x08] = 0x62; // \b
-  table[0x09] = 0x74; // \t
-  table[0x0a] = 0x6e; // \n
-  table[0x0c] = 0x66; // \f
-  table[0x0d] = 0x72; // \r
-  table[QUOTE] = QUOTE;
-  table[BACKSLASH] = BACKSLASH;
-  return table;
-})();
-
-/**
- * src[start, end) (UTF-8 text) as a JSON string at target[at]; returns the end offset. As
- * PostgreSQL's escape_json: quote, backslash and control characters escaped, the rest as is
- * (UTF-8 passes through). The caller reserved 2 + 6 bytes per input byte.
- */
-function jsonString(src: Buffer, start: number, end: number, target: Buffer, at: number): number {
-  target[at++] = QUOTE;
-  let run = start;
-  for (let i = start; i < end; i++) {
-    const e = ESCAPE[src[i]!]!;
-    if (e === 0) continue;
-    at = copyBytes(src, run, i, target, at);
-    target[at++] = BACKSLASH;
-    if (e === 1) {
-      const b = src[i]!;
-      target[at++] = 0x75; // u
-      target[at++] = 0x30;
-      target[at++] = 0x30;
-      target[at++] = HEX[b >> 4]!;
-      target[at++] = HEX[b & 15]!;
-    } else target[at++] = e;
-    run = i + 1;
-  }
-  at = copyBytes(src, run, end, target, at);
-  target[at++] = QUOTE;
-  return at;
-}
-
 /**
  * A string that sorts like the timestamptz PostgreSQL printed (ISO, UTC). Within four-digit AD
  * years the text itself sorts right (`…:05+00` < `…:05.5+00` because '+' < '.'); infinities,
