@@ -117,19 +117,23 @@ class PostgresBusTransport implements Transport {
       // that every message of the call shares (an outbox drain's retention headers) are sent and
       // parsed once, not once per message.
       const shared = sharedHeaders(sendable);
+      // Per-message headers are a fourth column of the zip; shared ones go once, as h below.
+      const headers =
+        shared === undefined
+          ? { value: this.sql`u.headers`, column: this.sql`, jsonb_array_elements(${`[${sendable.map((m) => headersJson(m.headers)).join(',')}]`}::text::jsonb)`, alias: this.sql`headers, ` }
+          : { value: this.sql`null::jsonb`, column: this.sql``, alias: this.sql`` };
       const insert = () => this.sql`
         with m as (
           -- A column a parameter, not a VALUES list of four or five parameters a message (16,000
           -- to bind and a 4,000-row VALUES to plan for a drain batch): ids and keys as arrays,
           -- bodies as one text split on a separator none of them holds (else one JSON array),
           -- headers as one JSON array, zipped in publish order (ADR-071).
-          select u.event_id, u.routing_key, u.body, ${shared === undefined ? this.sql`u.headers` : this.sql`null::jsonb`} as headers, u.ord
+          select u.event_id, u.routing_key, u.body, ${headers.value} as headers, u.ord
           from rows from (
             unnest(${sendable.map((m) => m.eventId)}::uuid[]),
             unnest(${sendable.map((m) => m.routingKey)}::text[]),
-            ${bodiesColumn(this.sql, sendable)}${shared === undefined ? this.sql`,
-            jsonb_array_elements(${`[${sendable.map((m) => headersJson(m.headers)).join(',')}]`}::text::jsonb)` : this.sql``}
-          ) with ordinality as u(event_id, routing_key, body, ${shared === undefined ? this.sql`headers, ` : this.sql``}ord)
+            ${bodiesColumn(this.sql, sendable)}${headers.column}
+          ) with ordinality as u(event_id, routing_key, body, ${headers.alias}ord)
         ), h as materialized (
           select ${shared ?? '{}'}::text::jsonb as headers
         ), routes as materialized (
