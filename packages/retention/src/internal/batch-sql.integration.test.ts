@@ -35,20 +35,25 @@ function collect(): BodySink & { text(): string } {
   return { write: (p) => pieces.push(Buffer.from(p)) > 0, whenDrained: (resume) => resume(), piece: () => Buffer.allocUnsafe(256 * 1024), text: () => Buffer.concat(pieces).toString('utf8') };
 }
 
+/** Every column of the plan's table as its text, under its own name. */
+function textColumns(of: TablePlan) {
+  return of.columns.map((c) => reader`${reader(`t.${c}`)}::text as ${reader(c)}`).reduce((a, b) => reader`${a}, ${b}`);
+}
+
 /**
  * The exact bytes each line must have: `{"col":value,…}`, every value the JSON string of the
  * column's text (JavaScript's and PostgreSQL's escaping agree on every string PostgreSQL can
  * hold) or null. Archives written before ADR-072 (lines built in Node) have these same bytes.
  */
 async function expectedBody(of: TablePlan = plan): Promise<string> {
-  const columns = of.columns.map((c) => reader`${reader(`t.${c}`)}::text as ${reader(c)}`).reduce((a, b) => reader`${a}, ${b}`);
+  const columns = textColumns(of);
   const rows = await reader<Record<string, string | null>[]>`select ${columns} from ${reader(of.spec.table)} t order by t.id`;
   return rows.map((r) => `{${of.columns.map((c) => `${JSON.stringify(c)}:${r[c] === null ? 'null' : JSON.stringify(r[c])}`).join(',')}}\n`).join('');
 }
 
 /** PostgreSQL's row_to_json of every column as text, in the reader's canonical settings. */
 async function postgresLines(of: TablePlan = plan): Promise<unknown[]> {
-  const columns = of.columns.map((c) => reader`${reader(`t.${c}`)}::text as ${reader(c)}`).reduce((a, b) => reader`${a}, ${b}`);
+  const columns = textColumns(of);
   const rows = await reader<{ line: string }[]>`select row_to_json(c)::text as line from ${reader(of.spec.table)} t cross join lateral (select ${columns}) c order by t.id`;
   return rows.map((r) => JSON.parse(r.line) as unknown);
 }

@@ -35,8 +35,9 @@ export const CANONICAL_OUTPUT: Readonly<Record<string, string>> = Object.freeze(
   bytea_output: 'hex',
 });
 
-function joined(sql: Sql, parts: readonly PendingQuery<Row[]>[]): PendingQuery<Row[]> {
-  return parts.reduce((acc, part) => sql`${acc}, ${part}`);
+/** `parts` one after another, with `separator` (a comma by default) between them. */
+function joined(sql: Sql, parts: readonly PendingQuery<Row[]>[], separator: PendingQuery<Row[]> = sql`, `): PendingQuery<Row[]> {
+  return parts.reduce((acc, part) => sql`${acc}${separator}${part}`);
 }
 
 /** Session settings the batch COPY reads its values from (COPY takes no bind parameters). */
@@ -157,7 +158,7 @@ function jsonLineSql(sql: Sql, plan: TablePlan): PendingQuery<Row[]> {
     const value = PLAIN_TYPES.has(plan.types.get(c) ?? '') ? sql`'"' || ${text} || '"'` : sql`to_json(${text})::text`;
     return sql`${name} || coalesce(${value}, 'null')`;
   });
-  return sql`${parts.reduce((acc, part) => sql`${acc} || ${part}`)} || ${sql.unsafe(sqlLiteral('}\n'))}`;
+  return sql`${joined(sql, parts, sql` || `)} || ${sql.unsafe(sqlLiteral('}\n'))}`;
 }
 
 /** `text` as an escape-string literal (`E'…'`): the same whatever `standard_conforming_strings` says. */
