@@ -1,7 +1,7 @@
 // The archive benchmark's engine process: one archive cycle of `audit_log`, in a process of
 // its own so its peak RSS is the archiver's alone (not the benchmark's, nor the S3 server's).
 // Argument: a JSON object (database URL, store settings, batch, gzip level, key prefix). Prints
-// one JSON line: rows, bytes, objects, ms, peak and starting RSS (MB), and every batch's profile.
+// one JSON line: rows, bytes, objects, ms, CPU ms, peak and starting RSS (MB), and every batch's profile.
 import { readFileSync } from 'node:fs';
 import { createClient } from '@craig/db';
 import { createArchiveEngine, defineArchiveSpec, fixpoints, registerArchiveSpecs, type BatchProfile } from '@craig/retention';
@@ -49,8 +49,11 @@ const sampler = setInterval(() => {
   }
 }, 20);
 const started = performance.now();
+const cpuBefore = process.cpuUsage();
 const report = await engine.runCycle();
 const ms = performance.now() - started;
+// The process's CPU over the cycle, every thread (main, zlib's and V8's collectors) included.
+const cpu = process.cpuUsage(cpuBefore);
 clearInterval(sampler);
 // The kernel's high-water mark of this process's own memory (VmHWM), which catches a peak
 // between two samples. Not getrusage's maxRSS: that survives execve, so a child spawned by a
@@ -59,4 +62,4 @@ peak = Math.max(peak, process.memoryUsage.rss(), ownHighWaterMark() ?? 0);
 store.close();
 if (process.env.CRAIG_BENCH_MEMORY) process.stderr.write(`memory peaks MB: ${JSON.stringify(Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, Math.round(v / 1e6)])))}\n`);
 const table = report.tables[0]!;
-process.stdout.write(`${JSON.stringify({ outcome: table.outcome, error: table.error, rows: table.rows, bytes: table.bytes, objects: table.batches, ms, peakRssMb: Math.round(peak / 1e6), baselineRssMb: Math.round(startRss / 1e6), profiles })}\n`);
+process.stdout.write(`${JSON.stringify({ outcome: table.outcome, error: table.error, rows: table.rows, bytes: table.bytes, objects: table.batches, ms, cpuMs: Math.round((cpu.user + cpu.system) / 1000), peakRssMb: Math.round(peak / 1e6), baselineRssMb: Math.round(startRss / 1e6), profiles })}\n`);

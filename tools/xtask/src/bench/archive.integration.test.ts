@@ -21,6 +21,10 @@ describe('pnpm xtask bench archive (small)', () => {
     expect(result.ratioSpread).toMatchObject({ n: 2, median: result.ratio });
     expect(result.ratio).toBeGreaterThan(0);
     expect(result.ours.peakRssMb).toBeGreaterThan(0);
+    // The engine process's own CPU, per round: it did the work, so it spent some.
+    expect(result.ours.engineCpuMs).toMatchObject({ n: 2 });
+    expect(result.ours.engineCpuMs.min).toBeGreaterThan(0);
+    expect(result.perRound.map((r: { engineCpuMs: number }) => r.engineCpuMs)).toHaveLength(2);
     expect(result.load.before).toHaveLength(3);
     expect(out.text()).toContain('peak RSS');
   }, 120_000);

@@ -56,7 +56,7 @@ export const archiveSuite: BenchSuite = {
             return r;
           },
         },
-        (r) => log(`round ${r.round}/${roundCount} (${r.first} first): ours ${rate(rows, r.ours.ms)} rows/s (${r.ours.objects} objects, peak RSS ${r.ours.peakRssMb} MB from ${r.ours.baselineRssMb}), ceiling ${rate(rows, r.baseline.ms)} rows/s, ratio ${ratio(rate(rows, r.ours.ms), rate(rows, r.baseline.ms))}`),
+        (r) => log(`round ${r.round}/${roundCount} (${r.first} first): ours ${rate(rows, r.ours.ms)} rows/s (engine CPU ${r.ours.cpuMs} ms, ${r.ours.objects} objects, peak RSS ${r.ours.peakRssMb} MB from ${r.ours.baselineRssMb}), ceiling ${rate(rows, r.baseline.ms)} rows/s, ratio ${ratio(rate(rows, r.ours.ms), rate(rows, r.baseline.ms))}`),
       );
       const perRound = rounds.map((r) => ({
         round: r.round,
@@ -65,6 +65,7 @@ export const archiveSuite: BenchSuite = {
         ceilingRowsPerSec: rate(rows, r.baseline.ms),
         ratio: ratio(rate(rows, r.ours.ms), rate(rows, r.baseline.ms)),
         peakRssMb: r.ours.peakRssMb,
+        engineCpuMs: r.ours.cpuMs,
         objects: r.ours.objects,
         profile: r.ours.profile,
         ceilingCopyGzipPutMs: Math.round(r.baseline.copyMs),
@@ -89,6 +90,9 @@ export const archiveSuite: BenchSuite = {
           peakRssMbPerRound: perRound.map((r) => r.peakRssMb),
           baselineRssMb: rounds[0]!.ours.baselineRssMb,
           baselineRssMbPerRound: rounds.map((r) => r.ours.baselineRssMb),
+          // The engine process's CPU per run, all threads: on a machine whose speed drifts it
+          // moves with the ceiling, so compare it only within a run (docs/benchmarks.md).
+          engineCpuMs: spread(perRound.map((r) => r.engineCpuMs)),
           objects: last.ours.objects,
           archivedMb: round1(last.ours.bytes / 1e6),
           // The median round's profile: where the time of each batch went.
@@ -166,6 +170,8 @@ interface OursResult {
   readonly bytes: number;
   readonly objects: number;
   readonly ms: number;
+  /** The engine process's CPU (all its threads) over the cycle. */
+  readonly cpuMs: number;
   readonly peakRssMb: number;
   readonly baselineRssMb: number;
   readonly profile: ReturnType<typeof summarizeProfile>;
@@ -182,9 +188,9 @@ async function measureOurs(ctx: CommandContext, db: TestDatabase, server: S3Test
   child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
   const [code] = (await once(child, 'exit')) as [number | null];
   if (code !== 0) throw new Error(`the archive engine process exited ${code}`);
-  const r = JSON.parse(out.trim().split('\n').at(-1)!) as { outcome: string; error?: { message: string }; rows: number; bytes: number; objects: number; ms: number; peakRssMb: number; baselineRssMb: number; profiles: BatchProfile[] };
+  const r = JSON.parse(out.trim().split('\n').at(-1)!) as { outcome: string; error?: { message: string }; rows: number; bytes: number; objects: number; ms: number; cpuMs: number; peakRssMb: number; baselineRssMb: number; profiles: BatchProfile[] };
   if (r.outcome !== 'drained') throw new Error(`archive cycle ended ${r.outcome}: ${r.error?.message ?? ''}`);
-  return { rows: r.rows, bytes: r.bytes, objects: r.objects, ms: r.ms, peakRssMb: r.peakRssMb, baselineRssMb: r.baselineRssMb, profile: summarizeProfile(r.profiles, r.ms) };
+  return { rows: r.rows, bytes: r.bytes, objects: r.objects, ms: r.ms, cpuMs: r.cpuMs, peakRssMb: r.peakRssMb, baselineRssMb: r.baselineRssMb, profile: summarizeProfile(r.profiles, r.ms) };
 }
 
 const ENGINE_MAIN = fileURLToPath(new URL('./archive-engine-main.ts', import.meta.url));
