@@ -149,4 +149,28 @@ describe('the batch COPY', () => {
     expect(await selectBatch(reader, plan, 30, 5, '12', collect())).toMatchObject({ count: 0, rawBytes: 0, keys: '{}' });
     await expect(selectBatch(reader, plan, 30, 0, undefined, collect())).rejects.toThrow(RangeError);
   });
+
+  it('reads its bound values once per statement (an InitPlan), not once for every row its filter checks', async () => {
+    await db.sql`create table bound_probe (id bigint primary key, occurred_at timestamptz not null, status text not null)`;
+    await db.sql`insert into bound_probe select g, now() - interval '40 days', case when g % 2 = 0 then 'done' else 'open' end from generate_series(1, 10) g`;
+    const probe = defineArchiveSpec({ table: 'bound_probe', keyColumn: 'id', timestampColumn: 'occurred_at', fixpoint: fixpoints.terminalStatus('status', ['done', 'void']) });
+    await registerArchiveSpecs(db.sql, [probe], 30);
+    const statements: string[] = [];
+    const traced = postgres(db.url, { max: 1, onnotice: () => {}, connection: { ...CANONICAL_OUTPUT }, debug: (_connection, query) => void statements.push(query) });
+    try {
+      const batch = await selectBatch(traced, await planTable(traced, probe, 30), 30, 100, '3', collect());
+      expect(batch).toMatchObject({ count: 4, minKey: '4', maxKey: '10' });
+      // The COPY's query, planned in the same session (its values are that session's settings).
+      const copy = statements.find((q) => q.trimStart().startsWith('copy ('))!;
+      const query = copy.slice(copy.indexOf('(') + 1, copy.lastIndexOf(') to stdout'));
+      const lines = (await traced.unsafe<{ 'QUERY PLAN': string }[]>(`explain (costs off) ${query}`)).map((r) => r['QUERY PLAN']).join('\n');
+      // The key bound, the hot window and the fixpoint's values are each one InitPlan's
+      // parameter; no filter or index condition calls current_setting (nor parses an array) per row.
+      expect(lines.match(/InitPlan \d+/g)).toHaveLength(3);
+      expect(lines).not.toContain('current_setting');
+    } finally {
+      await traced.end({ timeout: 1 });
+      await db.sql`drop table bound_probe`;
+    }
+  });
 });

@@ -47,13 +47,19 @@ const SETTING_PREFIX = 'craig_archive.p';
  * A {@link Binder} for the batch COPY: each value is written by one `set_config` statement (as a
  * bound parameter) just before, and the COPY refers to it as `current_setting(…)` cast to the
  * type it is compared with. A missing setting is an error, never a NULL.
+ *
+ * Each reference is a scalar subquery, which PostgreSQL runs once per statement (an InitPlan).
+ * A bare `current_setting(…)` is only stable, so a filter evaluated it, its cast and (for a
+ * fixpoint's values) the parse of its array literal again for every row it checked: 27 ms of a
+ * 16,667-row batch's ~170 ms with a terminal-status fixpoint, ~3 ms with none (ADR-073). The
+ * outer cast keeps `= any(…)` an array comparison, not an `ANY (subquery)`.
  */
 function settingsBinder(sql: Sql, plan: TablePlan) {
   const sets: PendingQuery<Row[]>[] = [];
   const ref = (value: PendingQuery<Row[]>, cast: string) => {
     const name = `${SETTING_PREFIX}${sets.length}`;
     sets.push(sql`set_config(${name}, ${value}, false)`);
-    return sql`current_setting(${sql.unsafe(`'${name}'`)}, false)::${sql.unsafe(cast)}`;
+    return sql`(select current_setting(${sql.unsafe(`'${name}'`)}, false)::${sql.unsafe(cast)})::${sql.unsafe(cast)}`;
   };
   const typeOf = (column: string) => {
     const type = plan.types.get(column);
