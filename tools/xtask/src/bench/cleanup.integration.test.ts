@@ -32,6 +32,10 @@ describe('pnpm xtask bench cleanup (small)', () => {
     expect(result.writer.ours).toHaveProperty('nowaitRate');
     expect(result.writer.idle.attempts).toBeGreaterThan(0);
     expect(Object.keys(result.ours.profile.phases)).toEqual(['lock', 'discover', 'fence', 'delete', 'record', 'roundTrip']);
+    // WAL per deleted item, for each contender and round (net of the writer's idle rate, so only finite is certain at this size).
+    expect(result.wal.oursBytesPerItem).toMatchObject({ n: 2 });
+    expect(result.wal.ceilingBytesPerItem).toMatchObject({ n: 2 });
+    for (const r of result.perRound) expect([r.oursWalBytesPerItem, r.ceilingWalBytesPerItem].every(Number.isFinite)).toBe(true);
     expect(out.text()).toContain('stepped prune');
     // Two rounds build a template and four copies: well over the default 30 s on a loaded machine.
   }, 120_000);

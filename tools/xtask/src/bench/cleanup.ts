@@ -2,7 +2,7 @@
 // of the same rows on a copy of the same database, each with a sync writer upserting into an
 // unaffected library of the same server the whole time.
 import { DEFAULT_STEP_PAUSE_MS, DEFAULT_WINDOW_MS, DEFAULT_WINDOW_STEPS, RUNTIME_ROLE, status, stepWindow, type StepTimings } from '@craig/cleanup';
-import { compressSessionWal, createClient, type WalCompressionMethod } from '@craig/db';
+import { compressSessionWal, createClient, type Sql, type WalCompressionMethod } from '@craig/db';
 import { UsageError, writeLine } from '../command.ts';
 import { buildFixture, copyDatabase, dropDatabase, warm, WRITER_ITEMS, type Fixture } from './cleanup-fixture.ts';
 import { latencyStats, printTable, rate, ratio, writeResult } from './measure.ts';
@@ -14,6 +14,18 @@ import { startWriter } from './writer.ts';
 const WRITER_PAGE = 10;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 type Window = readonly [number, number];
+
+/** The server's WAL insert position, in bytes: the WAL written between two readings is their difference. */
+async function walPosition(sql: Sql): Promise<number> {
+  const [row] = await sql<{ bytes: string }[]>`select pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::text as bytes`;
+  return Number(row!.bytes);
+}
+
+/** WAL written while a contender ran, less what the writer writes at its rate when nothing else runs: bytes per deleted item. */
+function walPerItem(w: { activeBytes: number; activeMs: number; idleBytes: number; idleMs: number }, items: number): number {
+  const writerShare = w.idleMs > 0 ? (w.idleBytes / w.idleMs) * w.activeMs : 0;
+  return Math.round((w.activeBytes - writerShare) / Math.max(1, items));
+}
 
 /** The sync writer, in a process of its own: upserts a page of existing items into the unaffected library, through the triggers. */
 const syncWriter = (fixture: Fixture, url = fixture.url) =>
@@ -34,11 +46,20 @@ async function runOurs(fixture: Fixture, o: { pauseMs: number; activeMs: number;
   const timings: StepTimings[] = [];
   const active: Window[] = [];
   const idle: Window[] = [];
+  const wal = { activeBytes: 0, idleBytes: 0 };
   try {
     const writer = await syncWriter(fixture);
+    let at = await walPosition(stepSql);
+    /** Charge the WAL written since the last reading to the window that just ended. */
+    const charge = async (to: 'activeBytes' | 'idleBytes') => {
+      const now = await walPosition(stepSql);
+      wal[to] += now - at;
+      at = now;
+    };
     let mark = performance.now();
     await sleep(o.gapMs);
     idle.push([mark, performance.now()]);
+    await charge('idleBytes');
     let steps = 0;
     let next = (await status(stepSql, fixture.jobId)).nextStep;
     for (let done = false; !done; ) {
@@ -52,14 +73,17 @@ async function runOurs(fixture: Fixture, o: { pauseMs: number; activeMs: number;
         if (!done && o.pauseMs > 0) await sleep(o.pauseMs);
       }
       active.push([mark, performance.now()]);
+      await charge('activeBytes');
       mark = performance.now();
       await sleep(o.gapMs);
       idle.push([mark, performance.now()]);
+      await charge('idleBytes');
     }
     const samples = await writer.stop();
     const job = await status(stepSql, fixture.jobId);
-    const activeMs = active.reduce((n, [a, b]) => n + (b - a), 0);
-    return { activeMs, windows: active.length, steps, job, timings, writer: statsIn(samples, active), idle: statsIn(samples, idle) };
+    const span = (windows: readonly Window[]) => windows.reduce((n, [a, b]) => n + (b - a), 0);
+    const activeMs = span(active);
+    return { activeMs, windows: active.length, steps, job, timings, writer: statsIn(samples, active), idle: statsIn(samples, idle), wal: { ...wal, activeMs, idleMs: span(idle) } };
   } finally {
     await stepSql.end();
   }
@@ -71,8 +95,10 @@ async function runCeiling(fixture: Fixture, url: string, idleMs: number) {
   const deleter = createClient(url, { service: 'bench-delete', max: 1, statementTimeoutMs: 0 });
   try {
     const writer = await syncWriter(fixture, url);
+    const atStart = await walPosition(deleter);
     const before: Window = [performance.now(), performance.now() + idleMs];
     await sleep(idleMs);
+    const atDelete = await walPosition(deleter);
     const started = performance.now();
     // Today's naive prune: one statement deleting every unseen item, cascading to its history.
     const result = await deleter`
@@ -80,10 +106,13 @@ async function runCeiling(fixture: Fixture, url: string, idleMs: number) {
       where i.library_id = ${fixture.targetLibrary}
         and not exists (select 1 from cleanup_manifest m where m.job_id = ${fixture.jobId} and m.external_id = i.external_id)`;
     const ended = performance.now();
+    const atDeleted = await walPosition(deleter);
     await sleep(idleMs);
     const after: Window = [ended, performance.now()];
+    const atEnd = await walPosition(deleter);
     const samples = await writer.stop();
-    return { ms: ended - started, deleted: result.count, writer: statsIn(samples, [[started, ended]]), idle: statsIn(samples, [before, after]) };
+    const wal = { activeBytes: atDeleted - atDelete, activeMs: ended - started, idleBytes: atDelete - atStart + (atEnd - atDeleted), idleMs: before[1] - before[0] + (after[1] - after[0]) };
+    return { ms: ended - started, deleted: result.count, writer: statsIn(samples, [[started, ended]]), idle: statsIn(samples, [before, after]), wal };
   } finally {
     await deleter.end();
   }
@@ -170,6 +199,8 @@ export const cleanupSuite: BenchSuite = {
           writerP99VsIdle: ratio(r.ours.writer.p99Ms, r.ours.idle.p99Ms),
           ceilingWriterP99VsIdle: ratio(r.baseline.writer.p99Ms, r.baseline.idle.p99Ms),
           nowaitRejections: r.ours.writer.nowaitRejections + r.ours.idle.nowaitRejections,
+          oursWalBytesPerItem: walPerItem(r.ours.wal, r.ours.job.counts.deleted),
+          ceilingWalBytesPerItem: walPerItem(r.baseline.wal, r.baseline.deleted),
         };
       });
       const ratios = spread(perRound.map((r) => r.ratio));
@@ -204,6 +235,11 @@ export const cleanupSuite: BenchSuite = {
           ceiling: mid.baseline.writer,
           ceilingIdle: mid.baseline.idle,
         },
+        wal: {
+          oursBytesPerItem: spread(perRound.map((r) => r.oursWalBytesPerItem)),
+          ceilingBytesPerItem: spread(perRound.map((r) => r.ceilingWalBytesPerItem)),
+          note: "WAL written while the contender ran, less the writer's WAL at its rate when nothing else ran, per deleted item",
+        },
         perRound,
         collect: { ids: fixture.seen, ms: Math.round(fixture.collectMs), idsPerSec: rate(fixture.seen, fixture.collectMs) },
         targets: { ratio: 0.3, writerP99VsIdle: 1.5, stepRowBound: 128 },
@@ -217,6 +253,7 @@ export const cleanupSuite: BenchSuite = {
         ['writer p99 ms during steps / in the idle gaps', `${cell(result.writer.oursP99Ms)} / ${cell(result.writer.idleP99Ms)}`],
         ['writer p99 vs idle: stepped / DELETE', `${cell(result.writer.p99VsIdle)} / ${cell(result.writer.ceilingP99VsIdle)}`],
         ['NOWAIT rejections of the writer (all rounds)', result.writer.nowaitRejections],
+        ["WAL bytes per deleted item, less the writer's: stepped / DELETE", `${cell(result.wal.oursBytesPerItem)} / ${cell(result.wal.ceilingBytesPerItem)}`],
       ]);
       writeLine(ctx.stdout, `\nratio (ours / unbounded DELETE items/s): ${result.ratio}  (target ≥ 0.3); writer p99 vs idle: ${result.writer.p99VsIdle.median} (target ≤ 1.5)`);
       writeLine(ctx.stdout, `per items-step in the median round (${profile.steps} steps, p50 ${profile.step.p50Ms} ms, p99 ${profile.step.p99Ms} ms):`);
