@@ -50,8 +50,8 @@ const SETTING_PREFIX = 'craig_archive.p';
  *
  * Each reference is a scalar subquery, which PostgreSQL runs once per statement (an InitPlan).
  * A bare `current_setting(…)` is only stable, so a filter evaluated it, its cast and (for a
- * fixpoint's values) the parse of its array literal again for every row it checked: 27 ms of a
- * 16,667-row batch's ~170 ms with a terminal-status fixpoint, ~3 ms with none (ADR-073). The
+ * fixpoint's values) the parse of its array literal again for every row it checked: 26 ms of a
+ * 16,667-row batch's 143 ms with a terminal-status fixpoint, ~2 ms with none (ADR-073). The
  * outer cast keeps `= any(…)` an array comparison, not an `ANY (subquery)`.
  */
 function settingsBinder(sql: Sql, plan: TablePlan) {
