@@ -59,7 +59,8 @@ function settingsBinder(sql: Sql, plan: TablePlan) {
   const ref = (value: PendingQuery<Row[]>, cast: string) => {
     const name = `${SETTING_PREFIX}${sets.length}`;
     sets.push(sql`set_config(${name}, ${value}, false)`);
-    return sql`(select current_setting(${sql.unsafe(`'${name}'`)}, false)::${sql.unsafe(cast)})::${sql.unsafe(cast)}`;
+    const type = sql.unsafe(cast);
+    return sql`(select current_setting(${sql.unsafe(`'${name}'`)}, false)::${type})::${type}`;
   };
   const typeOf = (column: string) => {
     const type = plan.types.get(column);

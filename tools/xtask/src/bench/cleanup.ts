@@ -14,6 +14,8 @@ import { startWriter } from './writer.ts';
 const WRITER_PAGE = 10;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 type Window = readonly [number, number];
+/** The total length of some windows, in ms. */
+const span = (windows: readonly Window[]) => windows.reduce((n, [a, b]) => n + (b - a), 0);
 
 /** The server's WAL insert position, in bytes: the WAL written between two readings is their difference. */
 async function walPosition(sql: Sql): Promise<number> {
@@ -81,7 +83,6 @@ async function runOurs(fixture: Fixture, o: { pauseMs: number; activeMs: number;
     }
     const samples = await writer.stop();
     const job = await status(stepSql, fixture.jobId);
-    const span = (windows: readonly Window[]) => windows.reduce((n, [a, b]) => n + (b - a), 0);
     const activeMs = span(active);
     return { activeMs, windows: active.length, steps, job, timings, writer: statsIn(samples, active), idle: statsIn(samples, idle), wal: { ...wal, activeMs, idleMs: span(idle) } };
   } finally {
@@ -111,7 +112,7 @@ async function runCeiling(fixture: Fixture, url: string, idleMs: number) {
     const after: Window = [ended, performance.now()];
     const atEnd = await walPosition(deleter);
     const samples = await writer.stop();
-    const wal = { activeBytes: atDeleted - atDelete, activeMs: ended - started, idleBytes: atDelete - atStart + (atEnd - atDeleted), idleMs: before[1] - before[0] + (after[1] - after[0]) };
+    const wal = { activeBytes: atDeleted - atDelete, activeMs: ended - started, idleBytes: atDelete - atStart + (atEnd - atDeleted), idleMs: span([before, after]) };
     return { ms: ended - started, deleted: result.count, writer: statsIn(samples, [[started, ended]]), idle: statsIn(samples, [before, after]), wal };
   } finally {
     await deleter.end();
