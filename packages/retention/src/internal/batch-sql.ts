@@ -185,12 +185,12 @@ const CLOSE_BRACE = 0x7d;
 
 /** A byte buffer that grows (×1.5) as it is appended to. */
 class Bytes {
-  buf: Buffer;
+  private buf: Buffer;
   length = 0;
   constructor(initial: number | Buffer) {
     this.buf = typeof initial === 'number' ? Buffer.allocUnsafe(Math.max(64, initial)) : initial;
   }
-  reserve(n: number): void {
+  private reserve(n: number): void {
     if (this.length + n <= this.buf.length) return;
     const next = Buffer.allocUnsafe(Math.max(this.length + n, Math.ceil(this.buf.length * 1.5)));
     this.buf.copy(next, 0, 0, this.length);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { alternate, quantile, rotate, spread } from './rounds.ts';
+import { alternate, quantile, rotate, scalingRounds, spread } from './rounds.ts';
 
 describe('bench rounds', () => {
   it('median and interquartile range by linear interpolation', () => {
@@ -22,5 +22,17 @@ describe('bench rounds', () => {
     const rounds = await rotate(3, [['a', run('a')], ['b', run('b')], ['c', run('c')]] as const);
     expect(order).toEqual(['a', 'b', 'c', 'b', 'c', 'a', 'c', 'a', 'b']);
     expect(rounds.map((r) => r.order[0])).toEqual(['a', 'b', 'c']);
+  });
+
+  it('runs every scaling size each round, reversing the order every other round', async () => {
+    const order: number[] = [];
+    let calls = 0;
+    const rounds = await scalingRounds([1, 4], 3, async (n) => {
+      order.push(n);
+      return n * 100 + calls++;
+    }, () => {});
+    expect(order).toEqual([1, 4, 4, 1, 1, 4]);
+    // Each round's results by size, whichever ran first.
+    expect(rounds.map((r) => [r.get(1), r.get(4)])).toEqual([[100, 401], [103, 402], [104, 405]]);
   });
 });

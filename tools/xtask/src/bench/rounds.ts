@@ -111,6 +111,24 @@ export async function rotate<K extends string, T>(rounds: number, contenders: Re
   return out;
 }
 
+/**
+ * `rounds` runs of every size in `sizes`, the order reversed every other round (small→large,
+ * large→small, …) so that a machine speeding up or slowing down over the run does not read as a
+ * change of cost with size. Returns each round's result by size.
+ */
+export async function scalingRounds<R>(sizes: readonly number[], rounds: number, run: (rows: number) => Promise<R>, log: (line: string) => void): Promise<Map<number, R>[]> {
+  const results: Map<number, R>[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const round = new Map<number, R>();
+    for (const n of r % 2 === 0 ? sizes : [...sizes].reverse()) {
+      log(`scaling round ${r + 1}/${rounds}: ${n} rows`);
+      round.set(n, await run(n));
+    }
+    results.push(round);
+  }
+  return results;
+}
+
 /** `--rounds` (default {@link DEFAULT_ROUNDS}); refuses fewer than one round. */
 export function roundsOption(options: ReadonlyMap<string, string>): number {
   const raw = options.get('rounds');
