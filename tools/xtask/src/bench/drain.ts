@@ -49,7 +49,7 @@ async function settle(db: TestDatabase): Promise<void> {
  * The pending outbox every round of one transport works from, and our drain's pool. One
  * database and one pool for all rounds, as a service keeps its pool: a new backend maps each
  * shared buffer it touches with a page fault of its own (~14,000 for each drain lane's backend
- * in a 100 k-event drain, ~30 µs each on this kind of machine, ADR-074), which a service's
+ * in a 100 k-event drain, ~6 µs each on this kind of machine, ADR-074), which a service's
  * long-lived connections paid long before. The ceilings' sessions live across rounds too.
  */
 async function pendingOutbox(events: number, lanes: number) {
