@@ -2,9 +2,10 @@
 // of the same rows on a copy of the same database, each with a sync writer upserting into an
 // unaffected library of the same server the whole time.
 import { DEFAULT_STEP_PAUSE_MS, DEFAULT_WINDOW_MS, DEFAULT_WINDOW_STEPS, RUNTIME_ROLE, status, stepWindow, type StepTimings } from '@craig/cleanup';
-import { compressSessionWal, createClient, type Sql, type WalCompressionMethod } from '@craig/db';
+import { compressSessionWal, createClient, type WalCompressionMethod } from '@craig/db';
 import { UsageError, writeLine } from '../command.ts';
 import { buildFixture, copyDatabase, dropDatabase, warm, WRITER_ITEMS, type Fixture } from './cleanup-fixture.ts';
+import { walPosition } from './fixtures.ts';
 import { latencyStats, printTable, rate, ratio, writeResult } from './measure.ts';
 import { alternate, machineInfo, roundsOption, runRecord, spread, walCompressionOption } from './rounds.ts';
 import type { BenchSuite } from './suite.ts';
@@ -16,12 +17,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 type Window = readonly [number, number];
 /** The total length of some windows, in ms. */
 const span = (windows: readonly Window[]) => windows.reduce((n, [a, b]) => n + (b - a), 0);
-
-/** The server's WAL insert position, in bytes: the WAL written between two readings is their difference. */
-async function walPosition(sql: Sql): Promise<number> {
-  const [row] = await sql<{ bytes: string }[]>`select pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::text as bytes`;
-  return Number(row!.bytes);
-}
 
 /** WAL written while a contender ran, less what the writer writes at its rate when nothing else runs: bytes per deleted item. */
 function walPerItem(w: { activeBytes: number; activeMs: number; idleBytes: number; idleMs: number }, items: number): number {

@@ -62,14 +62,9 @@ export async function warm(sql: Sql, table = 'event_outbox'): Promise<void> {
   if (table === 'event_outbox') await sql`select count(*) from event_outbox where published_at is not null and created_at < now()`;
 }
 
-/** WAL bytes written between two calls. */
-export async function walPosition(sql: Sql): Promise<string> {
-  const [row] = await sql<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`;
-  return row!.lsn;
-}
-
-export async function walBytesSince(sql: Sql, lsn: string): Promise<number> {
-  const [row] = await sql<{ bytes: string }[]>`select pg_wal_lsn_diff(pg_current_wal_lsn(), ${lsn}::pg_lsn)::text as bytes`;
+/** The server's WAL insert position, in bytes: the WAL written between two readings is their difference. */
+export async function walPosition(sql: Sql): Promise<number> {
+  const [row] = await sql<{ bytes: string }[]>`select pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::text as bytes`;
   return Number(row!.bytes);
 }
 

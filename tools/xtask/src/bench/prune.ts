@@ -6,7 +6,7 @@ import type { WalCompressionMethod } from '@craig/db';
 import { outboxPruneTarget, pruneTable, pruneTransportTables, PRUNE_MAX_BATCH, PRUNE_TARGET_BATCH_MS } from '@craig/mq';
 import type { TestDatabase } from '@craig/testkit';
 import { UsageError, writeLine } from '../command.ts';
-import { outboxCopy, outboxWriter, walBytesSince, walPosition, warm } from './fixtures.ts';
+import { outboxCopy, outboxWriter, walPosition, warm } from './fixtures.ts';
 import { latencyStats, printTable, rate, ratio, writeResult, type LatencyStats } from './measure.ts';
 import { alternate, machineInfo, roundsOption, runRecord, scalingRounds, spread, walCompressionOption } from './rounds.ts';
 import type { BenchSuite } from './suite.ts';
@@ -32,7 +32,7 @@ interface BatchChoice {
 export async function timed(db: TestDatabase, withWriter: boolean, body: (batchMs: number[], batchRows: number[]) => Promise<number>, writerTable?: string): Promise<RunResult> {
   await warm(db.sql, writerTable);
   const probe = withWriter ? outboxWriter(db.url, writerTable) : undefined;
-  const lsn = await walPosition(db.sql);
+  const walAt = await walPosition(db.sql);
   const batchMs: number[] = [];
   const batchRows: number[] = [];
   await probe?.start();
@@ -44,7 +44,7 @@ export async function timed(db: TestDatabase, withWriter: boolean, body: (batchM
     deleted,
     ms: Math.round(ms),
     rowsPerSec: rate(deleted, ms),
-    walBytes: await walBytesSince(db.sql, lsn),
+    walBytes: (await walPosition(db.sql)) - walAt,
     ...(batchMs.length ? { batches: batchStats(batchMs, batchRows) } : {}),
     ...(stats ? { writer: stats } : {}),
   };
