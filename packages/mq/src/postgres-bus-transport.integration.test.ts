@@ -6,7 +6,8 @@ import { busDatabase } from '../test/helpers.ts';
 import { transportContract } from '../test/transport-contract.ts';
 import { createTransport } from './create-transport.ts';
 import { BUS_MIGRATIONS } from './migrations.ts';
-import { createPostgresBusTransport } from './postgres-bus-transport.ts';
+import { topicRegex } from './internal/topic.ts';
+import { createPostgresBusTransport, PUBLISH_STATEMENT_BYTES } from './postgres-bus-transport.ts';
 
 transportContract('PostgreSQL bus', async () => {
   const db = await testDatabase({ template: migrationTemplate([BUS_MIGRATIONS]), prefix: 'craig_bus', max: 1 });
@@ -38,6 +39,59 @@ describe('PostgreSQL bus tables stay bounded', () => {
       const dlq = await transport.subscribeDeadLetters({}, async () => {});
       await eventually(async () => expect(await transport.deadLetterCount()).toBe(0));
       await dlq.close();
+    } finally {
+      await transport.close();
+      await db.drop();
+    }
+  });
+});
+
+describe('a publish larger than one statement', () => {
+  // ~3.5 statements' worth of bodies: the call is split, and must still behave as one statement.
+  const BODY = 600;
+  const count = Math.ceil((3.5 * PUBLISH_STATEMENT_BYTES) / BODY);
+  const body = (i: number) => JSON.stringify({ i, pad: 'x'.repeat(BODY - 20 - String(i).length) });
+
+  async function busWithRefusal() {
+    const db = await busDatabase(1);
+    // Stored, not consumed: the test reads bus_deliveries itself.
+    await db.sql`insert into bus_subscriptions (consumer, patterns, pattern_regex) values ('reader', ${['#']}::text[], ${topicRegex(['#'])})`;
+    await db.sql`create function refuse_poison() returns trigger language plpgsql as $$
+      begin if new.routing_key like 'poison.%' then raise exception 'poison message refused'; end if; return new; end $$`;
+    await db.sql`create trigger refuse_poison before insert on bus_deliveries for each row execute function refuse_poison()`;
+    const transport = await createPostgresBusTransport({ url: db.url, service: 'split', pollIntervalMs: 100 });
+    return { db, transport };
+  }
+
+  it('keeps publish order across its statements', async () => {
+    const { db, transport } = await busWithRefusal();
+    try {
+      const messages = Array.from({ length: count }, (_, i) => ({ eventId: randomUUID(), routingKey: 'case.opened', body: body(i) }));
+      const outcomes = await transport.publish(messages);
+      expect(outcomes.filter((o) => o.ok)).toHaveLength(count);
+      const rows = await db.sql<{ event_id: string; body: string }[]>`select event_id, body from bus_deliveries order by id`;
+      expect(rows.map((r) => r.event_id)).toEqual(messages.map((m) => m.eventId));
+      expect(rows.map((r) => r.body)).toEqual(messages.map((m) => m.body));
+    } finally {
+      await transport.close();
+      await db.drop();
+    }
+  });
+
+  it('is all or nothing: a message refused in its last statement leaves no row of the earlier ones behind', async () => {
+    const { db, transport } = await busWithRefusal();
+    try {
+      const messages = Array.from({ length: count }, (_, i) => ({ eventId: randomUUID(), routingKey: i === count - 1 ? 'poison.event' : 'case.opened', body: body(i) }));
+      const outcomes = await transport.publish(messages);
+      // The refused call is isolated message by message: only the culprit is refused.
+      expect(outcomes.slice(0, -1).every((o) => o.ok)).toBe(true);
+      expect(outcomes.at(-1)).toMatchObject({ ok: false, kind: 'rejected' });
+      // Every other message exactly once: had the first statements committed on their own, the
+      // isolation would have delivered them a second time.
+      const [n] = await db.sql<{ rows: number; distinct: number }[]>`select count(*)::int as rows, count(distinct event_id)::int as distinct from bus_deliveries`;
+      expect(n).toEqual({ rows: count - 1, distinct: count - 1 });
+      const ids = await db.sql<{ event_id: string }[]>`select event_id from bus_deliveries order by id`;
+      expect(ids.map((r) => r.event_id)).toEqual(messages.slice(0, -1).map((m) => m.eventId));
     } finally {
       await transport.close();
       await db.drop();

@@ -1,4 +1,4 @@
-import { classifyPgError, createClient, type Sql } from '@craig/db';
+import { classifyPgError, createClient, type Sql, type TransactionSql } from '@craig/db';
 import pino, { type Logger } from 'pino';
 import { assertEventId } from './envelope.ts';
 import { InvalidEventError, MessageTooLargeError, PublishRejectedError, TransportUnavailableError } from './errors.ts';
@@ -111,45 +111,14 @@ class PostgresBusTransport implements Transport {
     if (sendable.length === 0) return outcomes;
     if (this.closed) return fill(outcomes, index, { ok: false, kind: 'unavailable', error: new TransportUnavailableError('the transport is closed') });
     try {
-      // One statement: fan out to every matching subscription, in publish order, and notify
-      // each consumer that got rows. Atomic: all of the batch or none of it. Concurrent calls
-      // run one after another, so one call's rows never interleave with another's ids. Headers
-      // that every message of the call shares (an outbox drain's retention headers) are sent and
-      // parsed once, not once per message.
-      const shared = sharedHeaders(sendable);
-      // Per-message headers are a fourth column of the zip; shared ones go once, as h below.
-      const headers =
-        shared === undefined
-          ? { value: this.sql`u.headers`, column: this.sql`, jsonb_array_elements(${`[${sendable.map((m) => headersJson(m.headers)).join(',')}]`}::text::jsonb)`, alias: this.sql`headers, ` }
-          : { value: this.sql`null::jsonb`, column: this.sql``, alias: this.sql`` };
-      const insert = () => this.sql`
-        with m as (
-          -- A column a parameter, not a VALUES list of four or five parameters a message (16,000
-          -- to bind and a 4,000-row VALUES to plan for a drain batch): ids and keys as arrays,
-          -- bodies as one text split on a separator none of them holds (else one JSON array),
-          -- headers as one JSON array, zipped in publish order (ADR-071).
-          select u.event_id, u.routing_key, u.body, ${headers.value} as headers, u.ord
-          from rows from (
-            unnest(${sendable.map((m) => m.eventId)}::uuid[]),
-            unnest(${sendable.map((m) => m.routingKey)}::text[]),
-            ${bodiesColumn(this.sql, sendable)}${headers.column}
-          ) with ordinality as u(event_id, routing_key, body, ${headers.alias}ord)
-        ), h as materialized (
-          select ${shared ?? '{}'}::text::jsonb as headers
-        ), routes as materialized (
-          -- Each routing key is matched against the subscriptions once, not once per message
-          -- (materialized: inlined, the planner could join the messages in first).
-          select k.routing_key, s.consumer
-          from (select distinct routing_key from m) k
-          join bus_subscriptions s on ('.' || k.routing_key) ~ s.pattern_regex
-        ), ins as (
-          insert into bus_deliveries (consumer, event_id, routing_key, body, headers)
-          select r.consumer, m.event_id, m.routing_key, m.body, coalesce(m.headers, h.headers)
-          from m join routes r on r.routing_key = m.routing_key cross join h
-          order by m.ord, r.consumer
-          returning consumer
-        )
-        select pg_notify(${BUS_CHANNEL}, c.consumer) from (select distinct consumer from ins) c`;
+      // Atomic: all of the call or none of it. Concurrent calls run one after another, so one
+      // call's rows never interleave with another's ids.
+      const insert = async (): Promise<void> => {
+        const statements = publishStatements(sendable);
+        if (statements.length === 1) await this.insertStatement(this.sql, statements[0]!);
+        // Several statements, one transaction: still all or nothing, pipelined on one session.
+        else await this.sql.begin((tx) => statements.map((part) => this.insertStatement(tx, part)));
+      };
       const inserting = this.publishTail.then(insert);
       this.publishTail = inserting.then(
         () => undefined,
@@ -170,6 +139,48 @@ class PostgresBusTransport implements Transport {
       for (const [k, m] of sendable.entries()) outcomes[index[k]!] = (await this.publish([m]))[0]!;
       return outcomes;
     }
+  }
+
+  /**
+   * One statement: fan out to every matching subscription, in publish order, and notify each
+   * consumer that got rows. Headers that every message shares (an outbox drain's retention
+   * headers) are sent and parsed once, not once per message.
+   */
+  private insertStatement(sql: Sql | TransactionSql, messages: readonly OutgoingMessage[]) {
+    const shared = sharedHeaders(messages);
+    // Per-message headers are a fourth column of the zip; shared ones go once, as h below.
+    const headers =
+      shared === undefined
+        ? { value: sql`u.headers`, column: sql`, jsonb_array_elements(${`[${messages.map((m) => headersJson(m.headers)).join(',')}]`}::text::jsonb)`, alias: sql`headers, ` }
+        : { value: sql`null::jsonb`, column: sql``, alias: sql`` };
+    return sql`
+      with m as (
+        -- A column a parameter, not a VALUES list of four or five parameters a message (16,000
+        -- to bind and a 4,000-row VALUES to plan for a drain batch): ids and keys as arrays,
+        -- bodies as one text split on a separator none of them holds (else one JSON array),
+        -- headers as one JSON array, zipped in publish order (ADR-071).
+        select u.event_id, u.routing_key, u.body, ${headers.value} as headers, u.ord
+        from rows from (
+          unnest(${messages.map((m) => m.eventId)}::uuid[]),
+          unnest(${messages.map((m) => m.routingKey)}::text[]),
+          ${bodiesColumn(sql, messages)}${headers.column}
+        ) with ordinality as u(event_id, routing_key, body, ${headers.alias}ord)
+      ), h as materialized (
+        select ${shared ?? '{}'}::text::jsonb as headers
+      ), routes as materialized (
+        -- Each routing key is matched against the subscriptions once, not once per message
+        -- (materialized: inlined, the planner could join the messages in first).
+        select k.routing_key, s.consumer
+        from (select distinct routing_key from m) k
+        join bus_subscriptions s on ('.' || k.routing_key) ~ s.pattern_regex
+      ), ins as (
+        insert into bus_deliveries (consumer, event_id, routing_key, body, headers)
+        select r.consumer, m.event_id, m.routing_key, m.body, coalesce(m.headers, h.headers)
+        from m join routes r on r.routing_key = m.routing_key cross join h
+        order by m.ord, r.consumer
+        returning consumer
+      )
+      select pg_notify(${BUS_CHANNEL}, c.consumer) from (select distinct consumer from ins) c`;
   }
 
   async subscribe(options: SubscribeOptions, handler: (delivery: Delivery) => Promise<void>): Promise<Subscription> {
@@ -260,10 +271,37 @@ const BODY_SEPARATOR = '\x1e';
  * build and to parse than a text[] literal (every quote escaped) or JSON (about a quarter less
  * server time, ADR-071). A single body goes as JSON: an empty text splits into no element at all.
  */
-function bodiesColumn(sql: Sql, messages: readonly OutgoingMessage[]) {
+function bodiesColumn(sql: Sql | TransactionSql, messages: readonly OutgoingMessage[]) {
   const bodies = messages.map((m) => m.body);
   if (bodies.length > 1 && !bodies.some((b) => b.includes(BODY_SEPARATOR))) return sql`string_to_table(${bodies.join(BODY_SEPARATOR)}, ${BODY_SEPARATOR})`;
   return sql`json_array_elements_text(${JSON.stringify(bodies)}::text::json)`;
+}
+
+/**
+ * Body bytes one publish statement carries at most. A statement's values live in the backend's
+ * memory until it ends; past a few megabytes the C library gives them back to the kernel at
+ * every statement's end, and the next statement pays a page fault for each page again
+ * (ADR-075). Larger calls are split into statements of about this size, in one transaction.
+ */
+export const PUBLISH_STATEMENT_BYTES = 512 * 1024;
+
+/** The call's messages as consecutive runs of at most {@link PUBLISH_STATEMENT_BYTES} of bodies (at least one message each). */
+function publishStatements(messages: readonly OutgoingMessage[]): OutgoingMessage[][] {
+  const parts: OutgoingMessage[][] = [];
+  let part: OutgoingMessage[] = [];
+  let bytes = 0;
+  for (const m of messages) {
+    const size = m.body.length;
+    if (part.length > 0 && bytes + size > PUBLISH_STATEMENT_BYTES) {
+      parts.push(part);
+      part = [];
+      bytes = 0;
+    }
+    part.push(m);
+    bytes += size;
+  }
+  if (part.length > 0) parts.push(part);
+  return parts;
 }
 
 /** The headers' JSON when every message carries the same headers object (or none), else undefined. */
