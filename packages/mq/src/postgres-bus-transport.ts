@@ -90,6 +90,7 @@ class PostgresBusTransport implements Transport {
   async publish(messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
     const outcomes: PublishOutcome[] = new Array(messages.length);
     const sendable: OutgoingMessage[] = [];
+    const sizes: number[] = [];
     const index: number[] = [];
     messages.forEach((m, i) => {
       const bytes = Buffer.byteLength(m.body);
@@ -106,6 +107,7 @@ class PostgresBusTransport implements Transport {
         return;
       }
       sendable.push(m);
+      sizes.push(bytes);
       index.push(i);
     });
     if (sendable.length === 0) return outcomes;
@@ -114,7 +116,7 @@ class PostgresBusTransport implements Transport {
       // Atomic: all of the call or none of it. Concurrent calls run one after another, so one
       // call's rows never interleave with another's ids.
       const insert = async (): Promise<void> => {
-        const statements = publishStatements(sendable);
+        const statements = publishStatements(sendable, sizes);
         if (statements.length === 1) await this.insertStatement(this.sql, statements[0]!);
         // Several statements, one transaction: still all or nothing, pipelined on one session.
         else await this.sql.begin((tx) => statements.map((part) => this.insertStatement(tx, part)));
@@ -285,13 +287,13 @@ function bodiesColumn(sql: Sql | TransactionSql, messages: readonly OutgoingMess
  */
 export const PUBLISH_STATEMENT_BYTES = 512 * 1024;
 
-/** The call's messages as consecutive runs of at most {@link PUBLISH_STATEMENT_BYTES} of bodies (at least one message each). */
-function publishStatements(messages: readonly OutgoingMessage[]): OutgoingMessage[][] {
+/** The call's messages (`sizes`: their bodies' UTF-8 bytes) as consecutive runs of at most {@link PUBLISH_STATEMENT_BYTES} of bodies, at least one message each. */
+function publishStatements(messages: readonly OutgoingMessage[], sizes: readonly number[]): OutgoingMessage[][] {
   const parts: OutgoingMessage[][] = [];
   let part: OutgoingMessage[] = [];
   let bytes = 0;
-  for (const m of messages) {
-    const size = m.body.length;
+  for (const [i, m] of messages.entries()) {
+    const size = sizes[i]!;
     if (part.length > 0 && bytes + size > PUBLISH_STATEMENT_BYTES) {
       parts.push(part);
       part = [];
