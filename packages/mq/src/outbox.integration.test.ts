@@ -7,7 +7,7 @@ import { eventually, rabbitmq, type TestDatabase } from '@craig/testkit';
 import { connect } from 'amqplib';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { busDatabase, serviceDatabase } from '../test/helpers.ts';
+import { busDatabase, refusePoisonMessages, serviceDatabase } from '../test/helpers.ts';
 import { tcpProxy } from '../test/tcp-proxy.ts';
 import { decodeEnvelope, type EventEnvelope } from './envelope.ts';
 import { InvalidEventError, PayloadTooLargeError } from './errors.ts';
@@ -32,9 +32,7 @@ beforeAll(async () => {
   transport = await createPostgresBusTransport({ url: bus.url, service: 'outbox-test', maxMessageBytes: 4096, pollIntervalMs: 50 });
   observer = await transport.subscribe({ consumer: 'observer', patterns: ['#'], maxRetries: 0, prefetch: 1 }, async (d: Delivery) => void seen.push(decodeEnvelope(d.body)));
   // A bus that refuses one kind of message outright: a per-message failure, not an outage.
-  await bus.sql`create function refuse_poison() returns trigger language plpgsql as $$
-    begin if new.routing_key like 'poison.%' then raise exception 'poison message refused'; end if; return new; end $$`;
-  await bus.sql`create trigger refuse_poison before insert on bus_deliveries for each row execute function refuse_poison()`;
+  await refusePoisonMessages(bus.sql);
 });
 afterAll(async () => {
   await observer.close();

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { migrationTemplate } from '@craig/db';
 import { eventually, testDatabase } from '@craig/testkit';
 import { describe, expect, it } from 'vitest';
-import { busDatabase } from '../test/helpers.ts';
+import { busDatabase, refusePoisonMessages } from '../test/helpers.ts';
 import { transportContract } from '../test/transport-contract.ts';
 import { createTransport } from './create-transport.ts';
 import { BUS_MIGRATIONS } from './migrations.ts';
@@ -56,9 +56,7 @@ describe('a publish larger than one statement', () => {
     const db = await busDatabase(1);
     // Stored, not consumed: the test reads bus_deliveries itself.
     await db.sql`insert into bus_subscriptions (consumer, patterns, pattern_regex) values ('reader', ${['#']}::text[], ${topicRegex(['#'])})`;
-    await db.sql`create function refuse_poison() returns trigger language plpgsql as $$
-      begin if new.routing_key like 'poison.%' then raise exception 'poison message refused'; end if; return new; end $$`;
-    await db.sql`create trigger refuse_poison before insert on bus_deliveries for each row execute function refuse_poison()`;
+    await refusePoisonMessages(db.sql);
     const transport = await createPostgresBusTransport({ url: db.url, service: 'split', pollIntervalMs: 100 });
     return { db, transport };
   }

@@ -8,6 +8,13 @@ export const serviceDatabase = (max = 3) => testDatabase({ template: migrationTe
 /** A fresh bus database. */
 export const busDatabase = (max = 2) => testDatabase({ template: migrationTemplate([BUS_MIGRATIONS]), prefix: 'craig_bus', max });
 
+/** Make a bus database refuse every message routed `poison.*` (a per-message failure, not an outage). */
+export async function refusePoisonMessages(sql: Sql): Promise<void> {
+  await sql`create function refuse_poison() returns trigger language plpgsql as $$
+    begin if new.routing_key like 'poison.%' then raise exception 'poison message refused'; end if; return new; end $$`;
+  await sql`create trigger refuse_poison before insert on bus_deliveries for each row execute function refuse_poison()`;
+}
+
 export interface SeedOutbox {
   readonly n: number;
   /** created_at = now() - ageDays (plus a second per row, so rows are ordered). */
