@@ -15,7 +15,7 @@ describe('pnpm xtask bench cleanup (small)', () => {
   it('prunes in windows, measures the baseline on copies in alternating rounds and writes the result in the issue shape', async () => {
     const out = capture();
     const err = capture();
-    expect(await runXtask(['bench', 'cleanup', '--rows', '2000', '--idle-ms', '100', '--active-ms', '100', '--rounds', '2'], { root, stdout: out, stderr: err })).toBe(0);
+    expect(await runXtask(['bench', 'cleanup', '--rows', '2000', '--idle-ms', '100', '--active-ms', '100', '--busy-ms', '100', '--rounds', '2'], { root, stdout: out, stderr: err })).toBe(0);
     const result = JSON.parse(await readFile(join(root, 'bench/results/cleanup.json'), 'utf8'));
     expect(Object.keys(result)).toEqual(expect.arrayContaining(['suite', 'command', 'rounds', 'machine', 'load', 'ratio', 'ratioSpread', 'ours', 'ceiling', 'writer', 'perRound']));
     expect(result).toMatchObject({ suite: 'cleanup', rounds: 2, rowsTable: 2000, unseen: 1000 });
@@ -31,6 +31,10 @@ describe('pnpm xtask bench cleanup (small)', () => {
     expect(result.writer.ours.attempts).toBeGreaterThan(0);
     expect(result.writer.ours).toHaveProperty('nowaitRate');
     expect(result.writer.idle.attempts).toBeGreaterThan(0);
+    // The machine's floor: the writer sampled beside one busy backend, in every baseline round.
+    expect(result.writer.busyCore.attempts).toBeGreaterThan(0);
+    expect(result.writer.busyCoreP99VsIdle).toMatchObject({ n: 2 });
+    for (const r of result.perRound) expect(r.busyWriterP99VsIdle).toBeGreaterThan(0);
     expect(Object.keys(result.ours.profile.phases)).toEqual(['lock', 'discover', 'fence', 'delete', 'record', 'roundTrip']);
     // WAL per deleted item, for each contender and round (net of the writer's idle rate, so only finite is certain at this size).
     expect(result.wal.oursBytesPerItem).toMatchObject({ n: 2 });

@@ -2,7 +2,7 @@
 // of the same rows on a copy of the same database, each with a sync writer upserting into an
 // unaffected library of the same server the whole time.
 import { DEFAULT_STEP_PAUSE_MS, DEFAULT_WINDOW_MS, DEFAULT_WINDOW_STEPS, RUNTIME_ROLE, status, stepWindow, type StepTimings } from '@craig/cleanup';
-import { compressSessionWal, createClient, type WalCompressionMethod } from '@craig/db';
+import { compressSessionWal, createClient, type Sql, type WalCompressionMethod } from '@craig/db';
 import { UsageError, writeLine } from '../command.ts';
 import { buildFixture, copyDatabase, dropDatabase, warm, WRITER_ITEMS, type Fixture } from './cleanup-fixture.ts';
 import { walPosition } from './fixtures.ts';
@@ -85,8 +85,24 @@ async function runOurs(fixture: Fixture, o: { pauseMs: number; activeMs: number;
   }
 }
 
-/** One unbounded DELETE on the copy, the writer running before, during and after it. */
-async function runCeiling(fixture: Fixture, url: string, idleMs: number) {
+/**
+ * Keep one backend busy on CPU alone for `ms`: a PL/pgSQL loop in statements of ~30 ms with a
+ * round trip between them, about the duty of the runner's windows. It reads no table, writes
+ * no WAL and takes no lock, so what it costs the writer is the machine's share of one busy
+ * core: the floor any contender that keeps a core busy sets (ADR-076).
+ */
+async function busyBackend(sql: Sql, ms: number): Promise<Window> {
+  const from = performance.now();
+  while (performance.now() - from < ms) await sql.unsafe('do $$ declare i integer; begin for i in 1..4000000 loop end loop; end $$');
+  return [from, performance.now()];
+}
+
+/**
+ * One unbounded DELETE on the copy, the writer running before, during and after it. Between
+ * the first idle window and the DELETE, one busy backend (see {@link busyBackend}) for `busyMs`,
+ * then a quiet second before the DELETE starts.
+ */
+async function runCeiling(fixture: Fixture, url: string, idleMs: number, busyMs: number) {
   // The owner: the runtime role may delete items only through cleanup_step (ADR-063).
   const deleter = createClient(url, { service: 'bench-delete', max: 1, statementTimeoutMs: 0 });
   try {
@@ -94,6 +110,9 @@ async function runCeiling(fixture: Fixture, url: string, idleMs: number) {
     const atStart = await walPosition(deleter);
     const before: Window = [performance.now(), performance.now() + idleMs];
     await sleep(idleMs);
+    const atBusy = await walPosition(deleter);
+    const busy = await busyBackend(deleter, busyMs);
+    await sleep(1000);
     const atDelete = await walPosition(deleter);
     const started = performance.now();
     // Today's naive prune: one statement deleting every unseen item, cascading to its history.
@@ -107,8 +126,9 @@ async function runCeiling(fixture: Fixture, url: string, idleMs: number) {
     const after: Window = [ended, performance.now()];
     const atEnd = await walPosition(deleter);
     const samples = await writer.stop();
-    const wal = { activeBytes: atDeleted - atDelete, activeMs: ended - started, idleBytes: atDelete - atStart + (atEnd - atDeleted), idleMs: span([before, after]) };
-    return { ms: ended - started, deleted: result.count, writer: statsIn(samples, [[started, ended]]), idle: statsIn(samples, [before, after]), wal };
+    // The idle windows' WAL only: the busy backend's window and the quiet second after it are left out.
+    const wal = { activeBytes: atDeleted - atDelete, activeMs: ended - started, idleBytes: atBusy - atStart + (atEnd - atDeleted), idleMs: span([before, after]) };
+    return { ms: ended - started, deleted: result.count, writer: statsIn(samples, [[started, ended]]), idle: statsIn(samples, [before, after]), busy: statsIn(samples, [busy]), wal };
   } finally {
     await deleter.end();
   }
@@ -138,7 +158,7 @@ function intOption(options: ReadonlyMap<string, string>, name: string, fallback:
 export const cleanupSuite: BenchSuite = {
   name: 'cleanup',
   summary: 'stepped, fenced prune (seed 004) vs one unbounded DELETE on a copy, with a sync writer on an unaffected library',
-  options: ['rows', 'pause-ms', 'window-steps', 'window-ms', 'active-ms', 'idle-ms', 'rounds', 'wal-compression'],
+  options: ['rows', 'pause-ms', 'window-steps', 'window-ms', 'active-ms', 'idle-ms', 'busy-ms', 'rounds', 'wal-compression'],
   async run(ctx, options) {
     // 400 k items (200 k unseen): the unbounded DELETE then runs long enough (about a second) for
     // the writer's p99 beside it to rest on several hundred samples, not a few dozen (ADR-070).
@@ -149,6 +169,8 @@ export const cleanupSuite: BenchSuite = {
     const windowMs = intOption(options, 'window-ms', DEFAULT_WINDOW_MS, 1);
     const activeMs = intOption(options, 'active-ms', 500, 50);
     const idleMs = intOption(options, 'idle-ms', 500, 50);
+    // The busy backend's window in each baseline round: a second or two gives the writer's p99 beside it a few hundred samples.
+    const busyMs = intOption(options, 'busy-ms', 2000, 50);
     const roundCount = roundsOption(options);
     const { text: walOption, method: walCompression } = walCompressionOption(options);
     const record = runRecord('cleanup', options, roundCount);
@@ -170,7 +192,7 @@ export const cleanupSuite: BenchSuite = {
           baseline: () =>
             onCopy(fixture, async (copy) => {
               await warm(copy.url);
-              const ceiling = await runCeiling(fixture, copy.url, Math.max(idleMs, 2000));
+              const ceiling = await runCeiling(fixture, copy.url, Math.max(idleMs, 2000), busyMs);
               if (ceiling.deleted !== fixture.unseen) throw new Error(`baseline deleted ${ceiling.deleted}, expected ${fixture.unseen}`);
               return ceiling;
             }),
@@ -194,6 +216,7 @@ export const cleanupSuite: BenchSuite = {
           writerIdleP99Ms: r.ours.idle.p99Ms,
           writerP99VsIdle: ratio(r.ours.writer.p99Ms, r.ours.idle.p99Ms),
           ceilingWriterP99VsIdle: ratio(r.baseline.writer.p99Ms, r.baseline.idle.p99Ms),
+          busyWriterP99VsIdle: ratio(r.baseline.busy.p99Ms, r.baseline.idle.p99Ms),
           nowaitRejections: r.ours.writer.nowaitRejections + r.ours.idle.nowaitRejections,
           oursWalBytesPerItem: walPerItem(r.ours.wal, r.ours.job.counts.deleted),
           ceilingWalBytesPerItem: walPerItem(r.baseline.wal, r.baseline.deleted),
@@ -225,11 +248,15 @@ export const cleanupSuite: BenchSuite = {
           idleP99Ms: spread(perRound.map((r) => r.writerIdleP99Ms)),
           p99VsIdle: spread(perRound.map((r) => r.writerP99VsIdle)),
           ceilingP99VsIdle: spread(perRound.map((r) => r.ceilingWriterP99VsIdle)),
+          // The machine's floor, not a contender: the writer beside one backend kept busy on CPU
+          // alone (no table, no WAL, no lock), against the DELETE round's idle windows.
+          busyCoreP99VsIdle: spread(perRound.map((r) => r.busyWriterP99VsIdle)),
           nowaitRejections: perRound.reduce((n, r) => n + r.nowaitRejections, 0),
           ours: mid.ours.writer,
           idle: mid.ours.idle,
           ceiling: mid.baseline.writer,
           ceilingIdle: mid.baseline.idle,
+          busyCore: mid.baseline.busy,
         },
         wal: {
           oursBytesPerItem: spread(perRound.map((r) => r.oursWalBytesPerItem)),
@@ -248,6 +275,7 @@ export const cleanupSuite: BenchSuite = {
         ['ratio', cell(ratios)],
         ['writer p99 ms during steps / in the idle gaps', `${cell(result.writer.oursP99Ms)} / ${cell(result.writer.idleP99Ms)}`],
         ['writer p99 vs idle: stepped / DELETE', `${cell(result.writer.p99VsIdle)} / ${cell(result.writer.ceilingP99VsIdle)}`],
+        ['writer p99 vs idle beside one busy backend (CPU only: the machine\'s floor)', cell(result.writer.busyCoreP99VsIdle)],
         ['NOWAIT rejections of the writer (all rounds)', result.writer.nowaitRejections],
         ["WAL bytes per deleted item, less the writer's: stepped / DELETE", `${cell(result.wal.oursBytesPerItem)} / ${cell(result.wal.ceilingBytesPerItem)}`],
       ]);
