@@ -31,6 +31,19 @@ describe('pnpm xtask bench drain (small)', () => {
     expect(result.postgresBus.bareWithoutHeaders.eventsPerSec.n).toBe(2);
     expect(result.rabbitmq.perRound.every((r: { bareNoHeadersEventsPerSec: number }) => r.bareNoHeadersEventsPerSec > 0)).toBe(true);
     expect(result.rabbitmq.brokerVersion).toMatch(/^\d+\./);
+    // Where each bus contender's CPU went (PostgreSQL runs on this host): every process did work,
+    // and each total is the sum of its parts.
+    const cpu = result.postgresBus.cpuMsPer1000Events;
+    for (const part of [cpu.ours.outboxSessions, cpu.ours.busSession, cpu.ours.node, cpu.ceiling.session, cpu.ceiling.node]) expect(part).toBeGreaterThan(0);
+    for (const r of result.postgresBus.perRound) {
+      const { ours, ceiling } = r.cpuMsPer1000Events;
+      expect(ours.total).toBeCloseTo(ours.outboxSessions + ours.busSession + ours.node, 0);
+      expect(ceiling.total).toBeCloseTo(ceiling.session + ceiling.node, 0);
+    }
+    // The bound: every core on our drain alone, at its median CPU per event.
+    expect(result.postgresBus.cpuBound.oursEventsPerSec).toBe(Math.round((result.machine.cores * 1_000_000) / cpu.ours.total));
+    expect(result.postgresBus.cpuBound.ratio).toBeCloseTo(result.postgresBus.cpuBound.oursEventsPerSec / result.postgresBus.ceiling.eventsPerSec.median, 2);
+    expect(out.text()).toMatch(/CPU ms per 1,000 events \(medians\): our drain [\d.]+ \(outbox sessions [\d.]+, bus session [\d.]+, Node [\d.]+\); bare INSERT [\d.]+/);
     expect(result.load.before).toHaveLength(3);
     expect(out.text()).toContain('postgres bus: bare multi-row INSERT');
     // Two rounds on each transport, each on fresh copies: 22 s in a loaded CI run.

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { cpus } from 'node:os';
 import { once } from 'node:events';
 import { createClient, migrationTemplate, type Sql } from '@craig/db';
 import { BUS_MIGRATIONS, createPostgresBusTransport, createRabbitMqTransport, DEFAULT_DRAIN_BATCH, encodeEnvelope, OutboxWorker, retentionHeaders, type Transport } from '@craig/mq';
@@ -6,6 +7,7 @@ import { rabbitmq, testDatabase, type TestDatabase } from '@craig/testkit';
 import { connect, type ConfirmChannel } from 'amqplib';
 import { Registry } from 'prom-client';
 import { UsageError, writeLine } from '../command.ts';
+import { withCpu } from './backend-cpu.ts';
 import { machineInfo, roundsOption, runRecord, spread } from './rounds.ts';
 import { outboxCopy } from './fixtures.ts';
 import { printTable, rate, ratio, writeResult } from './measure.ts';
@@ -57,7 +59,7 @@ async function pendingOutbox(events: number, lanes: number) {
   try {
     await db.sql`create table bench_pending as select * from event_outbox`;
     const messages = await messagesOf(db);
-    const sql = createClient(db.url, { service: 'bench-drain', max: lanes + 1, idleTimeoutSeconds: 0 });
+    const sql = createClient(db.url, { service: APPS.outbox, max: lanes + 1, idleTimeoutSeconds: 0 });
     return {
       db,
       sql,
@@ -117,7 +119,27 @@ interface Round {
   readonly ratio: number;
   /** The bare ceiling without the drain's headers, measured after both contenders (not part of the ratio). */
   readonly bareNoHeadersEventsPerSec?: number;
+  /** PostgreSQL bus only: the CPU each contender's processes used, ms per 1,000 events (absent where the backends' CPU cannot be read). */
+  readonly cpuMsPer1000Events?: { readonly ours: BusDrainCpu; readonly ceiling: BareInsertCpu };
 }
+
+/** Our drain's CPU into the bus: its outbox sessions (claim, stamp, commit), the transport's bus session (the INSERT) and Node. */
+interface BusDrainCpu {
+  readonly outboxSessions: number;
+  readonly busSession: number;
+  readonly node: number;
+  readonly total: number;
+}
+
+/** The bare INSERT's CPU: its one session and Node (building and sending the rows). */
+interface BareInsertCpu {
+  readonly session: number;
+  readonly node: number;
+  readonly total: number;
+}
+
+/** `application_name`s of the bus suite's sessions: our drain's outbox pool, the transport's publish session, the bare INSERT's. */
+const APPS = { outbox: 'bench-drain', bus: 'bench:bus', bare: 'bench-insert' } as const;
 
 /** Median [IQR] figures over rounds. */
 function summarize(rounds: readonly Round[]) {
@@ -214,36 +236,50 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
   const transport = await createPostgresBusTransport({ url: bus.url, service: 'bench' });
   // The bare INSERT's connection lives as long as the transport's: both write through a warm
   // session (a new one per run would plan its first INSERTs cold, 20 % slower here, ADR-071).
-  const insertSql = createClient(bus.url, { service: 'bench-insert', max: 1 });
+  const insertSql = createClient(bus.url, { service: APPS.bare, max: 1 });
   try {
     const results: Round[] = [];
     const outbox = await pendingOutbox(events, lanes);
     const { db, messages } = outbox;
     try {
+      // CPU ms per 1,000 events, rounded to 0.1.
+      const per1000 = (ms: number) => Math.round((ms * 10_000) / events) / 10;
       for (let n = 1; n <= rounds; n++) {
+        let ceilingCpu: BareInsertCpu | undefined;
+        let oursCpu: BusDrainCpu | undefined;
         const bare = async (headers = true) => {
           await settle(db);
-          const started = performance.now();
-          for (let i = 0; i < messages.length; i += batchSize) {
-            // The very rows our publish writes: the drain's headers included.
-            const rows = messages.slice(i, i + batchSize).map((m) => ({ consumer: 'sink', event_id: m.eventId, routing_key: m.routingKey, body: m.body, headers: headers ? HEADERS_JSON : '{}' }));
-            await insertSql`insert into bus_deliveries ${insertSql(rows, 'consumer', 'event_id', 'routing_key', 'body', 'headers')}`;
-          }
-          const ms = performance.now() - started;
+          // Timed inside: reading the backends' CPU before and after is not the INSERT's time.
+          const used = await withCpu(bus.sql, [APPS.bare], async () => {
+            const started = performance.now();
+            for (let i = 0; i < messages.length; i += batchSize) {
+              // The very rows our publish writes: the drain's headers included.
+              const rows = messages.slice(i, i + batchSize).map((m) => ({ consumer: 'sink', event_id: m.eventId, routing_key: m.routingKey, body: m.body, headers: headers ? HEADERS_JSON : '{}' }));
+              await insertSql`insert into bus_deliveries ${insertSql(rows, 'consumer', 'event_id', 'routing_key', 'body', 'headers')}`;
+            }
+            return performance.now() - started;
+          });
+          const ms = used.value;
+          if (headers && used.backends) ceilingCpu = { session: per1000(used.backends[APPS.bare]!), node: per1000(used.nodeMs), total: per1000(used.backends[APPS.bare]! + used.nodeMs) };
           await bus.sql`truncate bus_delivery_counts, bus_deliveries`;
           return ms;
         };
         const drain = async () => {
           await outbox.restore();
-          const r = await drainAll(outbox, transport, batchSize, lanes);
+          const { value: r, nodeMs, backends } = await withCpu(bus.sql, [APPS.outbox, APPS.bus], () => drainAll(outbox, transport, batchSize, lanes));
+          if (backends) {
+            const [o, b] = [backends[APPS.outbox]!, backends[APPS.bus]!];
+            oursCpu = { outboxSessions: per1000(o), busSession: per1000(b), node: per1000(nodeMs), total: per1000(o + b + nodeMs) };
+          }
           const [{ n } = { n: 0 }] = await bus.sql<{ n: number }[]>`select count(*)::int as n from bus_deliveries`;
           if (n !== events) throw new Error(`bus holds ${n} deliveries, expected ${events}`);
           await bus.sql`truncate bus_delivery_counts, bus_deliveries`;
           return r.ms;
         };
         const measured = await round(n, bare, drain, events);
-        const r = { ...measured, bareNoHeadersEventsPerSec: rate(events, await bare(false)) };
-        log(`postgres bus round ${n}/${rounds} (${r.first} first): ours ${r.oursEventsPerSec}/s, bare INSERT ${r.ceilingEventsPerSec}/s, ratio ${r.ratio} (bare INSERT with empty headers ${r.bareNoHeadersEventsPerSec}/s)`);
+        const r: Round = { ...measured, bareNoHeadersEventsPerSec: rate(events, await bare(false)), ...(oursCpu && ceilingCpu ? { cpuMsPer1000Events: { ours: oursCpu, ceiling: ceilingCpu } } : {}) };
+        const cpu = r.cpuMsPer1000Events ? `; CPU ms per 1,000 events: ours ${r.cpuMsPer1000Events.ours.total}, bare ${r.cpuMsPer1000Events.ceiling.total}` : '';
+        log(`postgres bus round ${n}/${rounds} (${r.first} first): ours ${r.oursEventsPerSec}/s, bare INSERT ${r.ceilingEventsPerSec}/s, ratio ${r.ratio} (bare INSERT with empty headers ${r.bareNoHeadersEventsPerSec}/s)${cpu}`);
         results.push(r);
       }
     } finally {
@@ -254,6 +290,7 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
       ours: { eventsPerSec: m.ours, batchSize, lanes },
       ceiling: { eventsPerSec: m.ceiling, method: `bare multi-row INSERT of ${batchSize} rows per statement into bus_deliveries (the same rows, headers included)` },
       bareWithoutHeaders: { eventsPerSec: spread(results.map((r) => r.bareNoHeadersEventsPerSec ?? 0)), note: "the bare INSERT with the column's default '{}' instead of the drain's headers; not part of the ratio" },
+      ...(cpuSummary(results, m.ceiling.median) ?? {}),
       ratio: m.ratio.median,
       ratioSpread: m.ratio,
       perRound: results,
@@ -263,6 +300,34 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
     await transport.close();
     await bus.drop();
   }
+}
+
+/**
+ * Medians over rounds of where each bus contender's CPU went, ms per 1,000 events; undefined
+ * unless every round could read its backends' CPU. On 2 cores the two contenders' totals bound
+ * their rates: the ratio cannot exceed the bare INSERT's total over ours by much.
+ */
+function cpuSummary(rounds: readonly Round[], ceilingEventsPerSec: number) {
+  const cpu = rounds.map((r) => r.cpuMsPer1000Events);
+  if (cpu.length === 0 || cpu.some((c) => c === undefined)) return undefined;
+  const all = cpu as ReadonlyArray<NonNullable<Round['cpuMsPer1000Events']>>;
+  const median = (pick: (c: (typeof all)[number]) => number) => spread(all.map(pick)).median;
+  const cores = cpus().length;
+  // Every core busy with our drain alone, at its CPU cost per event: a bound no scheduling beats.
+  const boundEventsPerSec = Math.round((cores * 1_000_000) / median((c) => c.ours.total));
+  return {
+    cpuBound: {
+      cores,
+      oursEventsPerSec: boundEventsPerSec,
+      ratio: ratio(boundEventsPerSec, ceilingEventsPerSec),
+      note: "the most our drain could reach with every core busy on it alone at its median CPU per event, and that against the bare INSERT's median rate: what no pipelining can beat on this machine",
+    },
+    cpuMsPer1000Events: {
+      ours: { outboxSessions: median((c) => c.ours.outboxSessions), busSession: median((c) => c.ours.busSession), node: median((c) => c.ours.node), total: median((c) => c.ours.total) },
+      ceiling: { session: median((c) => c.ceiling.session), node: median((c) => c.ceiling.node), total: median((c) => c.ceiling.total) },
+      note: "CPU (user + system) of each contender's processes while it ran, medians over rounds: our drain's outbox sessions (claim, stamp, commit), the bus transport's session (the INSERT) and Node; the bare INSERT's session and Node. Read from /proc, so only where PostgreSQL runs on this host",
+    },
+  };
 }
 
 export const drainSuite: BenchSuite = {
@@ -302,6 +367,11 @@ export const drainSuite: BenchSuite = {
     );
     if (r) writeLine(ctx.stdout, `\nratio ours/ceiling (RabbitMQ): ${r.ratio} (target >= 0.85)`);
     if (p) writeLine(ctx.stdout, `ratio ours/ceiling (PostgreSQL bus): ${p.ratio} (target >= 0.8)`);
+    if (p?.cpuMsPer1000Events) {
+      const { ours, ceiling } = p.cpuMsPer1000Events;
+      writeLine(ctx.stdout, `  CPU ms per 1,000 events (medians): our drain ${ours.total} (outbox sessions ${ours.outboxSessions}, bus session ${ours.busSession}, Node ${ours.node}); bare INSERT ${ceiling.total} (its session ${ceiling.session}, Node ${ceiling.node})`);
+      if (p.cpuBound) writeLine(ctx.stdout, `  at that CPU cost, ${p.cpuBound.cores} cores busy on our drain alone give at most ${p.cpuBound.oursEventsPerSec} events/s: ${p.cpuBound.ratio} of the bare INSERT`);
+    }
     writeLine(ctx.stdout, `load average before ${result.load.before.join(' ')}, after ${result.load.after.join(' ')}; ${result.wallSeconds} s`);
     for (const w of result.warnings) writeLine(ctx.stderr, `[bench drain] WARNING: ${w}`);
     writeLine(ctx.stdout, `wrote ${await writeResult(ctx.root, 'drain', result)}`);

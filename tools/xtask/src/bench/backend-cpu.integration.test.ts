@@ -1,0 +1,48 @@
+import { createClient } from '@craig/db';
+import { testDatabase, type TestDatabase } from '@craig/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backendCpu, withCpu } from './backend-cpu.ts';
+
+describe("the benchmarks' backend CPU reading", () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await testDatabase({ prefix: 'craig_bench_cpu' });
+  });
+  afterAll(() => db?.drop());
+
+  it('charges a backend its own CPU, by application name, and leaves an idle one at zero', async () => {
+    const busy = createClient(db.url, { service: 'bench-cpu-busy', max: 1 });
+    const idle = createClient(db.url, { service: 'bench-cpu-idle', max: 1 });
+    try {
+      // Both sessions open before the first reading.
+      await Promise.all([busy`select 1`, idle`select 1`]);
+      const before = await backendCpu(db.sql, ['bench-cpu-busy', 'bench-cpu-idle']);
+      expect([...before!.values()].map((b) => b.app).sort()).toEqual(['bench-cpu-busy', 'bench-cpu-idle']);
+      // About 300 ms of CPU in the busy backend alone (a loop: no I/O, no lock).
+      const used = await withCpu(db.sql, ['bench-cpu-busy', 'bench-cpu-idle'], async () => {
+        const started = performance.now();
+        await busy`do $$ begin loop exit when clock_timestamp() - statement_timestamp() > interval '300 ms'; end loop; end $$`;
+        return performance.now() - started;
+      });
+      expect(used.value).toBeGreaterThanOrEqual(300);
+      // A 2-core machine under a loaded CI still gives the loop most of a core; the ticks are 10 ms.
+      expect(used.backends!['bench-cpu-busy']).toBeGreaterThanOrEqual(150);
+      expect(used.backends!['bench-cpu-busy']).toBeLessThanOrEqual(used.value + 20);
+      expect(used.backends!['bench-cpu-idle']).toBeLessThanOrEqual(20);
+      // This process only waited.
+      expect(used.nodeMs).toBeLessThan(used.value);
+    } finally {
+      await Promise.all([busy.end(), idle.end()]);
+    }
+  });
+
+  it('counts a backend that started during the work from zero', async () => {
+    const late = createClient(db.url, { service: 'bench-cpu-late', max: 1 });
+    try {
+      const used = await withCpu(db.sql, ['bench-cpu-late'], () => late`do $$ begin loop exit when clock_timestamp() - statement_timestamp() > interval '200 ms'; end loop; end $$`);
+      expect(used.backends!['bench-cpu-late']).toBeGreaterThanOrEqual(100);
+    } finally {
+      await late.end();
+    }
+  });
+});
