@@ -303,9 +303,9 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
 }
 
 /**
- * Medians over rounds of where each bus contender's CPU went, ms per 1,000 events; undefined
- * unless every round could read its backends' CPU. On 2 cores the two contenders' totals bound
- * their rates: the ratio cannot exceed the bare INSERT's total over ours by much.
+ * Medians over rounds of where each bus contender's CPU went, ms per 1,000 events, and the rate
+ * that bounds ours to: with every core busy on our drain alone, `cores` × 1,000 events per its
+ * CPU ms per 1,000 (ADR-077). Undefined unless every round could read its backends' CPU.
  */
 function cpuSummary(rounds: readonly Round[], ceilingEventsPerSec: number) {
   const cpu = rounds.map((r) => r.cpuMsPer1000Events);
