@@ -15,6 +15,8 @@ import { startWriter } from './writer.ts';
 const WRITER_PAGE = 10;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 type Window = readonly [number, number];
+/** After the busy backend's window, before the DELETE: the writer's commits behind it drain first. */
+const QUIET_AFTER_BUSY_MS = 1000;
 /** The total length of some windows, in ms. */
 const span = (windows: readonly Window[]) => windows.reduce((n, [a, b]) => n + (b - a), 0);
 
@@ -100,7 +102,7 @@ async function busyBackend(sql: Sql, ms: number): Promise<Window> {
 /**
  * One unbounded DELETE on the copy, the writer running before, during and after it. Between
  * the first idle window and the DELETE, one busy backend (see {@link busyBackend}) for `busyMs`,
- * then a quiet second before the DELETE starts.
+ * then {@link QUIET_AFTER_BUSY_MS} of quiet before the DELETE starts.
  */
 async function runCeiling(fixture: Fixture, url: string, idleMs: number, busyMs: number) {
   // The owner: the runtime role may delete items only through cleanup_step (ADR-063).
@@ -112,7 +114,7 @@ async function runCeiling(fixture: Fixture, url: string, idleMs: number, busyMs:
     await sleep(idleMs);
     const atBusy = await walPosition(deleter);
     const busy = await busyBackend(deleter, busyMs);
-    await sleep(1000);
+    await sleep(QUIET_AFTER_BUSY_MS);
     const atDelete = await walPosition(deleter);
     const started = performance.now();
     // Today's naive prune: one statement deleting every unseen item, cascading to its history.
