@@ -89,6 +89,7 @@ export {
   pruneTransportTables,
   previewTransportPrune,
   outboxPruneTarget,
+  outboxPublished,
   inboxPruneTarget,
   isTransportTable,
   TRANSPORT_TABLES,
