@@ -76,9 +76,11 @@ create table event_outbox (
   payload jsonb not null,
   headers jsonb not null default '{}'::jsonb,
   created_at timestamp with time zone not null default now(),
+  published_at timestamp with time zone,
   attempts integer not null default 0,
   last_error text,
   last_attempt_at timestamp with time zone,
+  next_attempt_at timestamp with time zone,
   parked_at timestamp with time zone,
   parked_reason text,
   replayed_at timestamp with time zone,
@@ -86,15 +88,11 @@ create table event_outbox (
   constraint event_outbox_attempts_non_negative CHECK (attempts >= 0 AND replay_count >= 0),
   constraint event_outbox_event_id_key UNIQUE (event_id),
   constraint event_outbox_parked_has_reason CHECK ((parked_at IS NULL) = (parked_reason IS NULL)),
+  constraint event_outbox_parked_is_unpublished CHECK (parked_at IS NULL OR published_at IS NULL),
   constraint event_outbox_parked_reason_known CHECK (parked_reason = ANY (ARRAY['malformed'::text, 'max_attempts'::text, 'oversize'::text, 'replay_past_horizon'::text])),
-  constraint event_outbox_pkey PRIMARY KEY (id)
+  constraint event_outbox_pkey PRIMARY KEY (id),
+  constraint event_outbox_published_after_created CHECK (published_at >= created_at)
 ) with (autovacuum_analyze_scale_factor=0.02, autovacuum_vacuum_insert_scale_factor=0.05, autovacuum_vacuum_scale_factor=0.02);
-
-create table event_outbox_queue (
-  id bigint not null,
-  next_attempt_at timestamp with time zone,
-  constraint event_outbox_queue_pkey PRIMARY KEY (id)
-) with (autovacuum_analyze_scale_factor=0, autovacuum_analyze_threshold=5000, autovacuum_vacuum_insert_scale_factor=0, autovacuum_vacuum_insert_threshold=5000, autovacuum_vacuum_scale_factor=0, autovacuum_vacuum_threshold=5000);
 
 create table exchange_send_jobs (
   id bigint not null default nextval('exchange_send_jobs_id_seq'::regclass),
@@ -170,15 +168,15 @@ CREATE UNIQUE INDEX event_inbox_pkey ON public.event_inbox USING btree (consumer
 
 CREATE INDEX event_inbox_received_at ON public.event_inbox USING btree (received_at);
 
-CREATE INDEX event_outbox_created ON public.event_outbox USING btree (created_at);
-
 CREATE UNIQUE INDEX event_outbox_event_id_key ON public.event_outbox USING btree (event_id);
 
 CREATE INDEX event_outbox_parked ON public.event_outbox USING btree (id) WHERE (parked_at IS NOT NULL);
 
+CREATE INDEX event_outbox_pending ON public.event_outbox USING btree (id) WHERE ((published_at IS NULL) AND (parked_at IS NULL));
+
 CREATE UNIQUE INDEX event_outbox_pkey ON public.event_outbox USING btree (id);
 
-CREATE UNIQUE INDEX event_outbox_queue_pkey ON public.event_outbox_queue USING btree (id);
+CREATE INDEX event_outbox_prune ON public.event_outbox USING btree (created_at) WHERE (published_at IS NOT NULL);
 
 CREATE INDEX exchange_send_jobs_live ON public.exchange_send_jobs USING btree (id) WHERE (status = ANY (ARRAY['queued'::text, 'sending'::text]));
 
@@ -296,68 +294,35 @@ $function$;
 CREATE OR REPLACE FUNCTION public.event_outbox_claim(p_limit integer, p_max_bytes bigint, p_horizon timestamp with time zone)
  RETURNS TABLE(id text, event_id text, aggregate_type text, aggregate_id text, event_type text, payload text, headers text, created_at timestamp with time zone, attempts integer, past_horizon boolean, claimed_bytes bigint)
  LANGUAGE plpgsql
- SET jit TO 'off'
 AS $function$
 declare
   due refcursor;
-  v_id bigint;
-  v_ids bigint[] := '{}';
   v_rows integer := 0;
 begin
   if p_limit < 1 or p_max_bytes < 1 then
     raise exception 'event_outbox_claim: limit % / max bytes % must be positive', p_limit, p_max_bytes using errcode = '22023';
   end if;
   open due for
-    select q.id, o.event_id::text, o.aggregate_type, o.aggregate_id, o.event_type,
+    select o.id::text, o.event_id::text, o.aggregate_type, o.aggregate_id, o.event_type,
            o.payload::text, o.headers::text, o.created_at, o.attempts,
            coalesce(o.replayed_at is not null and o.created_at < p_horizon, false)
-    from event_outbox_queue q
-    cross join lateral (select * from event_outbox r where r.id = q.id offset 0) o
-    where q.next_attempt_at is null or q.next_attempt_at <= now()
-    order by q.id
-    for update of q skip locked;
+    from event_outbox o
+    where o.published_at is null and o.parked_at is null
+      and (o.next_attempt_at is null or o.next_attempt_at <= now())
+    order by o.id
+    for update skip locked;
   loop
-    fetch due into v_id, event_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at, attempts, past_horizon;
+    fetch due into id, event_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at, attempts, past_horizon;
     exit when not found;
     v_rows := v_rows + 1;
-    v_ids[v_rows] := v_id;
-    id := v_id::text;
     claimed_bytes := coalesce(claimed_bytes, 0) + octet_length(payload) + octet_length(headers);
     return next;
     exit when v_rows >= p_limit or claimed_bytes >= p_max_bytes;
   end loop;
   close due;
-  -- The ids ascend: the range keeps this to an index range scan of the rows just fetched.
-  if v_rows > 0 then
-    delete from event_outbox_queue q where q.id between v_ids[1] and v_ids[v_rows] and q.id = any(v_ids);
-  end if;
-end
-$function$;
-
-CREATE OR REPLACE FUNCTION public.event_outbox_enqueue()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-begin
-  insert into event_outbox_queue (id) select s.id from staged s where s.parked_at is null;
-  return null;
-end
-$function$;
-
-CREATE OR REPLACE FUNCTION public.event_outbox_truncate_queue()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-begin
-  truncate event_outbox_queue;
-  return null;
 end
 $function$;
 
 CREATE TRIGGER archive_ledger_append_only BEFORE DELETE OR UPDATE ON archive_ledger FOR EACH ROW EXECUTE FUNCTION archive_ledger_refuse_change();
 
 CREATE TRIGGER archive_ledger_no_truncate BEFORE TRUNCATE ON archive_ledger FOR EACH STATEMENT EXECUTE FUNCTION archive_ledger_refuse_change();
-
-CREATE TRIGGER event_outbox_enqueue AFTER INSERT ON event_outbox REFERENCING NEW TABLE AS staged FOR EACH STATEMENT EXECUTE FUNCTION event_outbox_enqueue();
-
-CREATE TRIGGER event_outbox_truncate_queue AFTER TRUNCATE ON event_outbox FOR EACH STATEMENT EXECUTE FUNCTION event_outbox_truncate_queue();

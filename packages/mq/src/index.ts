@@ -89,7 +89,6 @@ export {
   pruneTransportTables,
   previewTransportPrune,
   outboxPruneTarget,
-  outboxPublished,
   inboxPruneTarget,
   isTransportTable,
   TRANSPORT_TABLES,

@@ -15,8 +15,6 @@ export const MQ_MIGRATIONS: MigrationSet = Object.freeze({
   runtimeGrants: defineRuntimeGrants({
     tables: {
       event_outbox: ['select', 'insert', 'delete'],
-      // The pending queue (ADR-078): the drain takes ids out and puts back what it could not send.
-      event_outbox_queue: ['select', 'insert', 'delete'],
       event_inbox: ['select', 'insert', 'delete'],
       prune_latch: ['select', 'insert', 'delete'],
       // A consumer records what it last saw of each producer; only an operator deletes a row.
@@ -24,13 +22,11 @@ export const MQ_MIGRATIONS: MigrationSet = Object.freeze({
     },
     updateColumns: {
       dedup_horizon_observations: ['producer_outbox_days', 'producer_inbox_days', 'consumer_inbox_days', 'violated', 'observed_at'],
-      event_outbox: ['attempts', 'last_error', 'last_attempt_at', 'parked_at', 'parked_reason', 'replayed_at', 'replay_count'],
-      // The claim's FOR UPDATE needs an UPDATE right on the table; the backoff is the only column.
-      event_outbox_queue: ['next_attempt_at'],
+      event_outbox: ['published_at', 'attempts', 'last_error', 'last_attempt_at', 'next_attempt_at', 'parked_at', 'parked_reason', 'replayed_at', 'replay_count'],
       // `on conflict (target) do update set target = …`: a latch is never rewritten, only kept.
       prune_latch: ['target'],
     },
-    // The drain's claim (sql/000006_outbox_queue.sql), with the caller's rights.
+    // The drain's claim (sql/000005_outbox_claim.sql), with the caller's rights.
     functions: ['event_outbox_claim(integer, bigint, timestamptz)'],
   }),
 });

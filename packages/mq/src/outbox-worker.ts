@@ -282,7 +282,7 @@ export function spawnOutboxWorker(options: OutboxWorkerOptions & { readonly sign
 /** Outbox rows not yet delivered: `pending` (the worker will publish them) and `parked` (it never will, until redriven). */
 export async function outboxBacklog(sql: Sql): Promise<{ pending: number; parked: number }> {
   const [row] = await sql<{ pending: number; parked: number }[]>`
-    select (select count(*) from event_outbox_queue)::int as pending,
+    select (select count(*) from event_outbox where published_at is null and parked_at is null)::int as pending,
            (select count(*) from event_outbox where parked_at is not null)::int as parked`;
   return row!;
 }

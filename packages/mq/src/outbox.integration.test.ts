@@ -1,5 +1,5 @@
-// The outbox: staging in the caller's transaction (which queues the row), the drain (claim held
-// across the publish, taken out of the queue only with a confirm), parking, redrive, and a broker outage that must not burn
+// The outbox: staging in the caller's transaction, the drain (claim held across the publish,
+// stamped only after a confirm), parking, redrive, and a broker outage that must not burn
 // attempts. Against the PostgreSQL bus and, for the outage, RabbitMQ behind a TCP relay.
 import { randomUUID } from 'node:crypto';
 import { createClient, type Sql } from '@craig/db';
@@ -63,9 +63,7 @@ const stageSized = (n: number, chars: number) =>
     return ids;
   });
 
-/** An outbox row's state: `pending` while its id is in the queue, with the queue's `next_attempt_at`. */
-const row = async (eventId: string) =>
-  (await db.sql`select q.id is not null as pending, q.next_attempt_at, o.created_at, o.attempts, o.parked_at, o.parked_reason, o.last_error from event_outbox o left join event_outbox_queue q on q.id = o.id where o.event_id = ${eventId}`)[0]!;
+const row = async (eventId: string) => (await db.sql`select published_at, created_at, attempts, parked_at, parked_reason, last_error, next_attempt_at from event_outbox where event_id = ${eventId}`)[0]!;
 
 describe('stageEvent', () => {
   it('joins the caller transaction: staged on commit, gone on rollback', async () => {
@@ -96,35 +94,8 @@ describe('stageEvent', () => {
   });
 });
 
-describe('the pending queue', () => {
-  it('queues every row in the statement that inserts it, whoever inserts it, except a row inserted parked', async () => {
-    const [staged] = await stage(1);
-    await db.sql`insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload)
-                 select gen_random_uuid(), 'case', g::text, 'case.opened', '{}' from generate_series(1, 3) g`;
-    await db.sql`insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, parked_at, parked_reason)
-                 values (gen_random_uuid(), 'case', 'p', 'case.opened', '{}', now(), 'malformed')`;
-    const rows = await db.sql`select o.aggregate_id, q.id is not null as queued from event_outbox o left join event_outbox_queue q on q.id = o.id order by o.id`;
-    expect(rows.map((r) => [r.aggregate_id, r.queued])).toEqual([['c0', true], ['1', true], ['2', true], ['3', true], ['p', false]]);
-    expect(await row(staged!)).toMatchObject({ pending: true, next_attempt_at: null });
-    // A rolled-back insert leaves no queue row behind; a truncated outbox leaves an empty queue.
-    await expect(pool.begin(async (tx) => (await stageEvent(tx, { aggregateType: 'case', aggregateId: 'x', eventType: 'case.opened', payload: {} }), await tx`select 1/0`))).rejects.toThrow();
-    expect((await db.sql`select count(*)::int as n from event_outbox_queue`)[0]!.n).toBe(4);
-    await db.sql`truncate event_outbox`;
-    expect((await db.sql`select count(*)::int as n from event_outbox_queue`)[0]!.n).toBe(0);
-  });
-
-  it('puts every claimed id back when the drain fails before its commit: nothing counted, nothing lost', async () => {
-    const ids = await stage(7);
-    const failing: Transport = { ...transport, kind: transport.kind, maxMessageBytes: transport.maxMessageBytes, publish: async () => Promise.reject(new Error('process died mid-publish')) };
-    await expect(worker({ transport: failing }).drainOnce()).rejects.toThrow('process died mid-publish');
-    for (const id of ids) expect(await row(id)).toMatchObject({ pending: true, attempts: 0, parked_at: null, last_error: null });
-    expect(await worker().drainOnce()).toEqual({ claimed: 7, published: 7, failed: 0, parked: 0, unavailable: 0 });
-    await eventually(() => expect(seen.map((e) => e.eventId)).toEqual(ids));
-  });
-});
-
 describe('OutboxWorker.drainOnce', () => {
-  it('publishes pending rows oldest first and takes them out of the queue with the confirm', async () => {
+  it('publishes pending rows oldest first and stamps published_at after the confirm', async () => {
     // Twelve rows (ids of one and two digits) in batches of five: each batch is the next five.
     const ids = await stage(12);
     const w = worker({ batchSize: 5 });
@@ -135,8 +106,11 @@ describe('OutboxWorker.drainOnce', () => {
     await eventually(() => expect(seen.map((e) => e.eventId)).toEqual(ids));
     expect(seen[0]).toMatchObject({ eventType: 'case.opened', aggregateType: 'case', aggregateId: 'c0', source: 'cases', payload: { i: 0 }, headers: {} });
     expect(seen[11]).toMatchObject({ aggregateId: 'c11', payload: { i: 11 } });
-    for (const id of ids) expect(await row(id)).toMatchObject({ pending: false, attempts: 0, parked_at: null });
-    expect((await db.sql`select count(*)::int as n from event_outbox_queue`)[0]!.n).toBe(0);
+    for (const id of ids) {
+      const r = await row(id);
+      expect(r.published_at).not.toBeNull();
+      expect(r.published_at.getTime()).toBeGreaterThanOrEqual(r.created_at.getTime());
+    }
     expect(await worker().drainOnce()).toMatchObject({ claimed: 0 });
   });
 
@@ -184,7 +158,7 @@ describe('OutboxWorker.drainOnce', () => {
     await eventually(() => expect(seen.map((e) => e.eventId)).toEqual([...ids.slice(3, 6), ...ids.slice(0, 3)]));
     // A row larger than the whole budget still goes, alone.
     expect(await worker({ batchBytes: 10 }).drainOnce()).toEqual({ claimed: 1, published: 1, failed: 0, parked: 0, unavailable: 0 });
-    expect(await db.sql`select o.event_id::text from event_outbox o join event_outbox_queue q on q.id = o.id order by o.id`).toEqual(ids.slice(7).map((event_id) => ({ event_id })));
+    expect(await db.sql`select event_id::text from event_outbox where published_at is null order by id`).toEqual(ids.slice(7).map((event_id) => ({ event_id })));
   });
 
   it('drains a backlog past claims cut by their byte budget, in staging order', async () => {
@@ -197,13 +171,13 @@ describe('OutboxWorker.drainOnce', () => {
     expect(seen.map((e) => e.eventId)).toEqual(ids);
   });
 
-  it('leaves rows pending, with no attempt counted, when the transport cannot be reached', async () => {
+  it('leaves rows untouched, with no attempt counted, when the transport cannot be reached', async () => {
     const closed = await createPostgresBusTransport({ url: bus.url, service: 'closed' });
     await closed.close();
     const [id] = await stage(1);
     const w = worker({ transport: closed });
     for (let i = 0; i < 10; i++) expect(await w.drainOnce()).toMatchObject({ claimed: 1, published: 0, unavailable: 1 });
-    expect(await row(id!)).toMatchObject({ pending: true, next_attempt_at: null, attempts: 0, parked_at: null });
+    expect(await row(id!)).toMatchObject({ published_at: null, attempts: 0, parked_at: null });
   });
 
   it('parks a malformed row instead of publishing it, and never retries it automatically', async () => {
@@ -213,10 +187,10 @@ describe('OutboxWorker.drainOnce', () => {
     const registry = new Registry();
     const w = worker({ registry });
     expect(await w.drainOnce()).toEqual({ claimed: 3, published: 1, failed: 0, parked: 2, unavailable: 0 });
-    const parked = await db.sql`select aggregate_id, parked_reason, last_error, exists (select 1 from event_outbox_queue q where q.id = o.id) as queued from event_outbox o where parked_at is not null order by id`;
-    expect(parked.map((p) => [p.aggregate_id, p.parked_reason, p.queued])).toEqual([
-      ['1', 'malformed', false],
-      ['2', 'malformed', false],
+    const parked = await db.sql`select aggregate_id, parked_reason, last_error, published_at from event_outbox where parked_at is not null order by id`;
+    expect(parked.map((p) => [p.aggregate_id, p.parked_reason, p.published_at])).toEqual([
+      ['1', 'malformed', null],
+      ['2', 'malformed', null],
     ]);
     expect(parked[0]!.last_error).toContain('eventType');
     expect(await w.drainOnce()).toMatchObject({ claimed: 0 });
@@ -232,18 +206,18 @@ describe('OutboxWorker.drainOnce', () => {
     // Batched with a good row: only the culprit is charged.
     expect(await w.drainOnce()).toEqual({ claimed: 2, published: 1, failed: 1, parked: 0, unavailable: 0 });
     let r = await row(poison!);
-    expect(r).toMatchObject({ pending: true, attempts: 1, parked_at: null });
+    expect(r).toMatchObject({ attempts: 1, published_at: null, parked_at: null });
     expect(r.last_error).toContain('poison message refused');
     expect(r.next_attempt_at.getTime()).toBeGreaterThan(Date.now() - 5000);
     // Backing off: not claimed until due.
     expect(await w.drainOnce()).toMatchObject({ claimed: 0 });
-    const due = () => db.sql`update event_outbox_queue set next_attempt_at = now() - interval '1 second' where id = (select id from event_outbox where event_id = ${poison!})`;
+    const due = () => db.sql`update event_outbox set next_attempt_at = now() - interval '1 second' where event_id = ${poison!}`;
     await due();
     expect(await w.drainOnce()).toMatchObject({ failed: 1, parked: 0 });
     await due();
     expect(await w.drainOnce()).toMatchObject({ failed: 0, parked: 1 });
     r = await row(poison!);
-    expect(r).toMatchObject({ pending: false, attempts: 3, parked_reason: 'max_attempts' });
+    expect(r).toMatchObject({ attempts: 3, parked_reason: 'max_attempts', published_at: null });
     expect(await row(fine!)).toMatchObject({ attempts: 0 });
   });
 
@@ -297,13 +271,12 @@ describe('OutboxWorker against a RabbitMQ outage', () => {
       await w.tick();
       expect(w.backoff).toBeGreaterThan(0);
       expect((await w.tick()).drainSkipped).toBe(true);
-      const rows = await db.sql`select o.attempts, o.parked_at, q.id is not null as pending from event_outbox o left join event_outbox_queue q on q.id = o.id`;
-      expect(rows).toHaveLength(5);
-      expect(rows.every((r) => r.attempts === 0 && r.parked_at === null && r.pending)).toBe(true);
+      const rows = await db.sql`select attempts, parked_at, published_at from event_outbox`;
+      expect(rows.every((r) => r.attempts === 0 && r.parked_at === null && r.published_at === null)).toBe(true);
 
       proxy.restore();
       await eventually(async () => expect((await w.drainOnce()).published).toBeGreaterThan(0), { timeoutMs: 10_000 });
-      await eventually(async () => expect((await db.sql`select count(*)::int as n from event_outbox_queue`)[0]!.n).toBe(0));
+      await eventually(async () => expect((await db.sql`select count(*)::int as n from event_outbox where published_at is null`)[0]!.n).toBe(0));
       await eventually(() => expect(new Set(got)).toEqual(new Set(ids)), { timeoutMs: 10_000 });
     } finally {
       await sub.close({ graceMs: 0 });

@@ -93,10 +93,8 @@ export interface PruneTableResult {
  * batch's first key, the batch instead selects exactly `limit` rows' ctids and deletes them in one
  * statement (a ctid is only stable within one statement). Either way every DELETE re-checks the
  * whole predicate on the rows it removes: a row changed by a concurrent writer while the delete
- * waited on its lock is re-evaluated at its new version and survives if it no longer matches.
- * Only the row's own columns are re-read: a subquery of the predicate keeps the statement's
- * snapshot, so a target whose eligibility depends on another table must keep the writers of that
- * table away from its sweep (the outbox's replay takes the sweep's lock, ADR-078). A range batch removes at most `limit` rows plus any that became
+ * waited on its lock (a replay re-nulling `published_at`, say) is re-evaluated at its new
+ * version and survives. A range batch removes at most `limit` rows plus any that became
  * eligible inside its range between its two statements (an aged pending row published in that
  * instant), never a row outside it.
  *

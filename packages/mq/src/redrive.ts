@@ -15,7 +15,7 @@ export interface RedriveOptions {
 }
 
 export interface RedriveResult {
-  /** Unparked with a fresh attempt budget and queued again: the drain sends them on its next tick. */
+  /** Unparked with a fresh attempt budget: the drain sends them on its next tick. */
   readonly redriven: number;
   /** Replayed rows still past the replay horizon: redelivering them could run side effects twice. */
   readonly refused: number;
@@ -52,12 +52,10 @@ export async function redriveParked(sql: Sql, windows: RetentionWindows, options
       for update
     ), redriven as (
       update event_outbox o
-      set parked_at = null, parked_reason = null, attempts = 0
+      set parked_at = null, parked_reason = null, attempts = 0, next_attempt_at = null
       from candidates c
       where o.id = c.id and not c.past
       returning o.id
-    ), queued as (
-      insert into event_outbox_queue (id) select id from redriven
     )
     select (select count(*) from redriven)::int as redriven, (select count(*) from candidates where past)::int as refused`;
   return row!;

@@ -1,11 +1,10 @@
 // Replay: inside the horizon it works, outside it is refused with the boundary, a replayed row
-// past the horizon at publish time is parked, and a replay and a prune cycle never overlap (the
-// replay holds the sweep's lock), so a replayed row is never pruned.
+// past the horizon at publish time is parked, and a replay racing a prune batch keeps its row.
 import { createClient, type Sql } from '@craig/db';
 import { eventually, type TestDatabase } from '@craig/testkit';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { busDatabase, pendingCount, seedOutbox, serviceDatabase } from '../test/helpers.ts';
+import { busDatabase, seedOutbox, serviceDatabase } from '../test/helpers.ts';
 import { decodeEnvelope } from './envelope.ts';
 import { InvalidReplayRangeError, ReplayOutOfWindowError } from './errors.ts';
 import { OutboxWorker } from './outbox-worker.ts';
@@ -45,26 +44,20 @@ const worker = () => new OutboxWorker({ service: 'cases', sql: pool, databaseUrl
 const daysAgo = (d: number) => new Date(Date.now() - d * DAY);
 
 describe('replayEvents', () => {
-  it('inside the horizon: queues the published rows created in the range again, marks them replayed, and the drain sends them again', async () => {
+  it('inside the horizon: re-nulls published rows created in the range, marks them replayed, and the drain sends them again', async () => {
     await seedOutbox(db.sql, { n: 3, ageDays: 10, published: true });
     await seedOutbox(db.sql, { n: 2, ageDays: 5, published: true });
     await seedOutbox(db.sql, { n: 1, ageDays: 10 }); // pending: not a replay
     const result = await replayEvents(pool, { from: daysAgo(11), to: daysAgo(9) }, windows);
     expect(result.replayed).toBe(3);
     expect(Math.abs(Date.parse(result.horizon!) - daysAgo(30).getTime())).toBeLessThan(60_000);
-    const rows = await db.sql`
-      select o.replayed_at is not null as replayed, o.replay_count, q.id is not null as queued
-      from event_outbox o left join event_outbox_queue q on q.id = o.id order by o.id`;
-    expect(rows.map((r) => [r.replayed, r.replay_count, r.queued])).toEqual([
-      [true, 1, true],
-      [true, 1, true],
-      [true, 1, true],
-      [false, 0, false],
-      [false, 0, false],
-      [false, 0, true],
+    const rows = await db.sql`select event_id::text, replayed_at is not null as replayed, replay_count, published_at from event_outbox where created_at < now() - interval '9 days' order by id`;
+    expect(rows.map((r) => [r.replayed, r.replay_count, r.published_at])).toEqual([
+      [true, 1, null],
+      [true, 1, null],
+      [true, 1, null],
+      [false, 0, null],
     ]);
-    // Replaying again while they are still queued changes nothing: a pending row is not replayed.
-    expect((await replayEvents(pool, { from: daysAgo(11), to: daysAgo(9) }, windows)).replayed).toBe(0);
     expect(await worker().drainOnce()).toMatchObject({ published: 4, parked: 0 });
     await eventually(() => expect(seen).toHaveLength(4));
   });
@@ -76,8 +69,7 @@ describe('replayEvents', () => {
     expect(error).toBeInstanceOf(ReplayOutOfWindowError);
     expect(error).toMatchObject({ code: 'replay_out_of_window', from: from.toISOString(), outboxDays: 30, inboxDays: 31 });
     expect(Math.abs(Date.parse((error as ReplayOutOfWindowError).horizon) - daysAgo(30).getTime())).toBeLessThan(60_000);
-    expect(await pendingCount(db.sql)).toBe(0);
-    expect((await db.sql`select count(*)::int as n from event_outbox where replayed_at is not null`)[0]!.n).toBe(0);
+    expect((await db.sql`select count(*)::int as n from event_outbox where published_at is null`)[0]!.n).toBe(0);
   });
 
   it('with the outbox sweep disabled the horizon is the inbox window minus a day; with both disabled there is none', async () => {
@@ -114,59 +106,40 @@ describe('replayEvents', () => {
     // timestamp instead of waiting 20 days).
     await db.sql`update event_outbox set created_at = now() - interval '31 days' where replayed_at is not null`;
     expect(await worker().drainOnce()).toMatchObject({ published: 1, parked: 1 });
-    const [parked] = await db.sql`select parked_reason, last_error, exists (select 1 from event_outbox_queue q where q.id = o.id) as queued from event_outbox o where replayed_at is not null`;
-    expect(parked).toMatchObject({ parked_reason: 'replay_past_horizon', queued: false });
+    const [parked] = await db.sql`select parked_reason, published_at, last_error from event_outbox where replayed_at is not null`;
+    expect(parked).toMatchObject({ parked_reason: 'replay_past_horizon', published_at: null });
     expect(parked!.last_error).toContain('horizon');
     await eventually(() => expect(seen).toHaveLength(1));
     expect(await redriveParked(pool, windows)).toEqual({ redriven: 0, refused: 1 });
     expect((await db.sql`select count(*)::int as n from event_outbox where parked_at is not null`)[0]!.n).toBe(1);
   });
 
-  it('a replay holds the sweep off: a prune cycle skips while it is open, and the replayed row is never pruned', async () => {
-    // 20 rows past the window, and one at the boundary: replayable when the replay checks,
-    // past the window a moment later.
+  it('a replay racing a prune batch keeps its row', async () => {
+    // A row right at the boundary: replayable when the replay checks, prunable a moment later.
     await db.sql`
-      insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at)
-      select gen_random_uuid(), 'case', g::text, 'case.opened', '{}'::jsonb, now() - interval '40 days' from generate_series(1, 20) g
+      insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at)
+      select gen_random_uuid(), 'case', g::text, 'case.opened', '{}'::jsonb, now() - interval '40 days', now() - interval '40 days' from generate_series(1, 20) g
       union all
-      select gen_random_uuid(), 'case', 'edge', 'case.opened', '{}'::jsonb, now() - interval '30 days' + interval '1500 milliseconds'`;
-    await db.sql`delete from event_outbox_queue`;
+      select gen_random_uuid(), 'case', 'edge', 'case.opened', '{}'::jsonb, now() - interval '30 days' + interval '1500 milliseconds', now() - interval '30 days' + interval '1600 milliseconds'`;
     const [edge] = await db.sql<{ created_at: Date }[]>`select created_at from event_outbox where aggregate_id = 'edge'`;
     const replayer = createClient(db.url, { service: 'replayer', max: 1 });
     try {
+      let prune: ReturnType<typeof pruneTransportTables> | undefined;
       await replayer.begin(async (tx) => {
+        // The replay passes the horizon check and re-nulls the row; its lock is held until commit.
         expect((await replayEvents(tx, { from: edge!.created_at, to: new Date() }, windows)).replayed).toBe(1);
-        // Time moves the row past the window while the replay is still open: the cycle cannot
-        // take the sweep's lock and deletes nothing.
+        // Time moves the row past the window, the prune's snapshot still sees it published, and
+        // its DELETE waits on the row lock.
         await eventually(async () => expect((await db.sql`select clock_timestamp() - interval '30 days' > ${edge!.created_at} as past`)[0]!.past).toBe(true), { timeoutMs: 10_000 });
-        expect(await pruneTransportTables({ databaseUrl: db.url, service: 'race', retention: windows, batchSize: 100 })).toMatchObject({ skipped: true, outboxDeleted: 0 });
+        prune = pruneTransportTables({ databaseUrl: db.url, service: 'race', retention: windows, batchSize: 100 });
+        await eventually(async () => expect((await db.sql`select count(*)::int as n from pg_stat_activity where application_name = 'race:prune' and wait_event_type = 'Lock'`)[0]!.n).toBe(1));
       });
-      // Committed: the row is queued (pending), so the next cycle takes the 20 and keeps it.
-      expect(await pruneTransportTables({ databaseUrl: db.url, service: 'race', retention: windows, batchSize: 100 })).toMatchObject({ skipped: false, outboxDeleted: 20 });
-      const rows = await db.sql`select o.aggregate_id, q.id is not null as queued, o.replayed_at is not null as replayed from event_outbox o left join event_outbox_queue q on q.id = o.id`;
-      expect(rows).toEqual([{ aggregate_id: 'edge', queued: true, replayed: true }]);
+      // Committed: the DELETE re-checks the whole predicate on the new row version and skips it.
+      expect(await prune!).toMatchObject({ outboxDeleted: 20 });
+      const rows = await db.sql`select aggregate_id, published_at, replayed_at is not null as replayed from event_outbox`;
+      expect(rows).toEqual([{ aggregate_id: 'edge', published_at: null, replayed: true }]);
     } finally {
       await replayer.end();
     }
-  });
-
-  it('a replay waits for a prune cycle in progress, then queues its rows', async () => {
-    await seedOutbox(db.sql, { n: 30, ageDays: 40, published: true });
-    await seedOutbox(db.sql, { n: 2, ageDays: 10, published: true });
-    let paused!: () => void;
-    let resume!: () => void;
-    const inCycle = new Promise<void>((r) => (paused = r));
-    const gate = new Promise<void>((r) => (resume = r));
-    // The cycle stops after its first batch of 10 until released.
-    const prune = pruneTransportTables({ databaseUrl: db.url, service: 'race', retention: windows, batchSize: 10, adaptive: false, onBatch: async (table) => (table === 'event_outbox' ? (paused(), await gate) : undefined) });
-    await inCycle;
-    const replay = replayEvents(pool, { from: daysAgo(11), to: daysAgo(9) }, windows);
-    await eventually(async () => expect((await db.sql`select count(*)::int as n from pg_stat_activity where application_name = 'replay-test' and wait_event = 'advisory'`)[0]!.n).toBe(1));
-    expect(await pendingCount(db.sql)).toBe(0);
-    resume();
-    expect(await prune).toMatchObject({ skipped: false, outboxDeleted: 30 });
-    expect((await replay).replayed).toBe(2);
-    expect(await pendingCount(db.sql)).toBe(2);
-    expect((await db.sql`select count(*)::int as n from event_outbox`)[0]!.n).toBe(2);
   });
 });

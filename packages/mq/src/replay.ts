@@ -1,4 +1,4 @@
-import { LOCK_KEYS, type Sql, type TransactionSql } from '@craig/db';
+import type { Sql, TransactionSql } from '@craig/db';
 import { InvalidReplayRangeError, ReplayOutOfWindowError } from './errors.ts';
 import { horizonSql, type RetentionWindows } from './internal/horizon.ts';
 
@@ -10,18 +10,15 @@ export interface ReplayRange {
 }
 
 export interface ReplayResult {
-  /** Published rows put back in the pending queue. */
+  /** Published rows re-nulled for publishing again. */
   readonly replayed: number;
   /** The horizon the range was checked against (ISO), or null when both sweeps are disabled. */
   readonly horizon: string | null;
 }
 
 /**
- * Publish again the published outbox rows created in [from, to): puts their ids back in the
- * pending queue and marks them replayed (the drain sends them on its next tick). Pending and
- * parked rows are left as they are. It first takes the transport sweep's lock for its
- * transaction (waiting for a sweep cycle in progress, which is bounded by its cap), so the sweep
- * never deletes a row this replay is queuing (ADR-078). A `from` older than the replay
+ * Publish again the published outbox rows created in [from, to): re-nulls `published_at` and
+ * marks them replayed (the drain sends them on its next tick). A `from` older than the replay
  * horizon (`now() - outbox window`, or `now() - (inbox window - 1 day)` when the outbox sweep
  * is off, on the database's clock) throws `ReplayOutOfWindowError` carrying the boundary:
  * consumers may already have pruned the dedup records that make a redelivery harmless.
@@ -36,24 +33,14 @@ export async function replayEvents(sql: Sql | TransactionSql, range: ReplayRange
       select ${horizonSql(tx, windows)} as horizon, coalesce(${from}::timestamptz < ${horizonSql(tx, windows)}, false) as outside`;
     const horizon = check!.horizon ? check!.horizon.toISOString() : null;
     if (check!.outside) throw new ReplayOutOfWindowError(from.toISOString(), horizon!, windows.outboxDays, windows.inboxDays);
-    // A sweep's DELETE that had already found a row not queued could still remove it after this
-    // commit; holding the sweep's lock, no sweep statement runs until this transaction ends.
-    await tx`select pg_advisory_xact_lock(${LOCK_KEYS.transportPrune.toString()}::bigint)`;
-    // The horizon is re-checked in the statement itself (same transaction, same now()).
-    const [row] = await tx<{ replayed: number }[]>`
-      with replayed as (
-        update event_outbox o
-        set replayed_at = now(), replay_count = o.replay_count + 1, attempts = 0
-        where o.parked_at is null
-          and not exists (select 1 from event_outbox_queue q where q.id = o.id)
-          and o.created_at >= ${from} and o.created_at < ${to}
-          and o.created_at >= coalesce(${horizonSql(tx, windows)}, '-infinity'::timestamptz)
-        returning o.id
-      ), queued as (
-        insert into event_outbox_queue (id) select id from replayed returning 1
-      )
-      select count(*)::int as replayed from queued`;
-    return { replayed: row!.replayed, horizon };
+    // The horizon is re-checked in the UPDATE itself (same transaction, same now()).
+    const result = await tx`
+      update event_outbox
+      set published_at = null, replayed_at = now(), replay_count = replay_count + 1, attempts = 0, next_attempt_at = null
+      where published_at is not null
+        and created_at >= ${from} and created_at < ${to}
+        and created_at >= coalesce(${horizonSql(tx, windows)}, '-infinity'::timestamptz)`;
+    return { replayed: result.count, horizon };
   };
   return 'savepoint' in sql ? run(sql) : (sql).begin(run);
 }

@@ -1,6 +1,5 @@
 import type { PendingQuery, Row, Sql } from 'postgres';
 import type { RetentionWindows } from './internal/horizon.ts';
-import { outboxPublished } from './transport-prune.ts';
 
 /** Grace past the window before rows count as overdue: two missed days of hourly cycles. */
 export const OVERRUN_GRACE_HOURS = 48;
@@ -60,7 +59,7 @@ export async function retentionOverrun(sql: Sql, spec: RetentionSpec): Promise<R
 /** `event_outbox_retention_overrun` and `event_inbox_retention_overrun` for the service's windows. */
 export function transportRetentionSpecs(windows: RetentionWindows): readonly [RetentionSpec, RetentionSpec] {
   return [
-    defineRetentionSpec({ name: 'event_outbox_retention_overrun', table: 'event_outbox', column: 'created_at', windowDays: windows.outboxDays, eligible: (sql) => outboxPublished(sql, 't') }),
+    defineRetentionSpec({ name: 'event_outbox_retention_overrun', table: 'event_outbox', column: 'created_at', windowDays: windows.outboxDays, eligible: (sql) => sql`published_at is not null` }),
     defineRetentionSpec({ name: 'event_inbox_retention_overrun', table: 'event_inbox', column: 'received_at', windowDays: windows.inboxDays }),
   ];
 }

@@ -33,10 +33,10 @@ async function lockHolders(): Promise<number> {
 
 async function outboxLeft(): Promise<{ published: number; pending: number; parked: number }> {
   const [row] = await db.sql<{ published: number; pending: number; parked: number }[]>`
-    select count(*) filter (where q.id is null and o.parked_at is null)::int as published,
-           count(*) filter (where q.id is not null)::int as pending,
-           count(*) filter (where o.parked_at is not null)::int as parked
-    from event_outbox o left join event_outbox_queue q on q.id = o.id`;
+    select count(*) filter (where published_at is not null)::int as published,
+           count(*) filter (where published_at is null and parked_at is null)::int as pending,
+           count(*) filter (where parked_at is not null)::int as parked
+    from event_outbox`;
   return row!;
 }
 
@@ -54,10 +54,9 @@ describe('transport sweep: seed 000 test plan', () => {
   it('30 d outbox window vs 31 d inbox window, each on its own boundary', async () => {
     // Outbox: 31 d and 30 d + 1 h are past its 30 d window; 29 d is not.
     await seedOutbox(db.sql, { n: 1, ageDays: 31, published: true });
-    await db.sql`insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at)
-                 values (gen_random_uuid(), 'case', 'a', 'case.opened', '{}', now() - interval '30 days 1 hour'),
-                        (gen_random_uuid(), 'case', 'b', 'case.opened', '{}', now() - interval '29 days')`;
-    await db.sql`delete from event_outbox_queue`;
+    await db.sql`insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at)
+                 values (gen_random_uuid(), 'case', 'a', 'case.opened', '{}', now() - interval '30 days 1 hour', now() - interval '30 days'),
+                        (gen_random_uuid(), 'case', 'b', 'case.opened', '{}', now() - interval '29 days', now() - interval '29 days')`;
     // Inbox: 32 d is past its 31 d window; 30 d and 30 d + 1 h (past the OUTBOX window) are kept.
     await seedInbox(db.sql, 1, 32);
     await seedInbox(db.sql, 1, 30);

@@ -1,6 +1,5 @@
 import { compressSessionWal, LOCK_KEYS, withDedicatedSession, type Sql, type WalCompressionMethod } from '@craig/db';
 import pino, { type Logger } from 'pino';
-import type { PendingQuery, Row } from 'postgres';
 import type { Registry } from 'prom-client';
 import { assertWindows, type RetentionWindows } from './internal/horizon.ts';
 import { mqMetrics } from './metrics.ts';
@@ -15,25 +14,13 @@ export function isTransportTable(name: string): name is TransportTable {
   return (TRANSPORT_TABLES as readonly string[]).includes(name);
 }
 
-/**
- * Published outbox rows past the window (seed 000 D-B: never pending, never parked). Published is
- * neither queued nor parked (ADR-078). A replay queuing a row holds this sweep's lock, so no
- * statement of a cycle can find a row unqueued that a replay is putting back.
- */
+/** Published outbox rows past the window (seed 000 D-B: never pending, never parked). */
 export function outboxPruneTarget(days: number): PruneTarget {
   return definePruneTarget({
     table: 'event_outbox',
     orderBy: 'created_at',
-    eligible: (sql) => sql`${outboxPublished(sql)} and created_at < now() - make_interval(days => ${days})`,
+    eligible: (sql) => sql`published_at is not null and created_at < now() - make_interval(days => ${days})`,
   });
-}
-
-/**
- * An `event_outbox` row that was published: neither in the pending queue nor parked (ADR-078).
- * `table` is how the query names the outbox (its alias, if any).
- */
-export function outboxPublished(sql: Sql, table = 'event_outbox'): PendingQuery<Row[]> {
-  return sql`${sql(table)}.parked_at is null and not exists (select 1 from event_outbox_queue q where q.id = ${sql(table)}.id)`;
 }
 
 /** Inbox dedup records past the window. */

@@ -24,34 +24,16 @@ export interface SeedOutbox {
   readonly eventType?: string;
 }
 
-/**
- * Insert `n` outbox rows with explicit past timestamps. The insert queues them (the trigger of
- * sql/000006); published ones are then taken out of the queue, as the drain does.
- */
+/** Insert `n` outbox rows with explicit past timestamps. */
 export async function seedOutbox(sql: Sql, opts: SeedOutbox): Promise<void> {
-  const [range] = await sql<{ lo: string; hi: string }[]>`
-    with seeded as (
-      insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, parked_at, parked_reason)
-      select gen_random_uuid(), 'case', g::text, ${opts.eventType ?? 'case.opened'}, jsonb_build_object('n', g),
-             now() - ${opts.ageDays}::float8 * interval '1 day' + make_interval(secs => g),
-             case when ${opts.parked ?? false} then now() end,
-             case when ${opts.parked ?? false} then 'max_attempts' end
-      from generate_series(1, ${opts.n}) g
-      returning id
-    )
-    select min(id)::text as lo, max(id)::text as hi from seeded`;
-  if (opts.published) await markPublished(sql, range!.lo, range!.hi);
-}
-
-/** Take outbox rows lo..hi out of the pending queue: published, as far as the platform can tell. */
-export async function markPublished(sql: Sql, lo: string | number, hi: string | number): Promise<void> {
-  await sql`delete from event_outbox_queue where id between ${lo}::bigint and ${hi}::bigint`;
-}
-
-/** Outbox rows in the pending queue. */
-export async function pendingCount(sql: Sql): Promise<number> {
-  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from event_outbox_queue`;
-  return row!.n;
+  await sql`
+    insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at, parked_at, parked_reason)
+    select gen_random_uuid(), 'case', g::text, ${opts.eventType ?? 'case.opened'}, jsonb_build_object('n', g),
+           now() - ${opts.ageDays}::float8 * interval '1 day' + make_interval(secs => g),
+           case when ${opts.published ?? false} then now() - ${opts.ageDays}::float8 * interval '1 day' + make_interval(secs => g + 1) end,
+           case when ${opts.parked ?? false} then now() end,
+           case when ${opts.parked ?? false} then 'max_attempts' end
+    from generate_series(1, ${opts.n}) g`;
 }
 
 /** Insert `n` inbox records received `ageDays` ago. */

@@ -100,7 +100,7 @@ export async function expectTransportSweep(db: TestDatabase, service: string, ex
   const result = await pruneTransportTables({ databaseUrl: db.url, service, retention: { outboxDays: 30, inboxDays: 31 }, registry: new Registry() });
   expect(result.outboxDeleted).toBeGreaterThan(0);
   expect(result.inboxDeleted).toBe(expected.agedInbox);
-  const [after] = await db.sql`select (select count(*) from event_outbox where exists (select 1 from event_outbox_queue q where q.id = event_outbox.id))::int as pending`;
+  const [after] = await db.sql`select (select count(*) from event_outbox where published_at is null)::int as pending`;
   expect(after!.pending).toBe(expected.pending);
 }
 

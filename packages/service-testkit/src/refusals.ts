@@ -59,9 +59,6 @@ export function schemaRefusals(tables: readonly string[]): string[] {
 export const PLATFORM_REFUSALS: readonly string[] = Object.freeze([
   `update event_outbox set payload = '{}'::jsonb`,
   `update event_outbox set created_at = now() - interval '1 year'`,
-  // A queued id is what makes a row pending: the runtime role may take it out or put it back,
-  // never move it onto another row.
-  'update event_outbox_queue set id = id + 1000000',
   `update event_inbox set received_at = now() - interval '1 year'`,
   'update prune_latch set deleted = 0',
   'delete from craig_migrations',

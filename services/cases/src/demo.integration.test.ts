@@ -23,9 +23,9 @@ describe('cases demo', () => {
       const [before] = await db.sql<{ cases: number; closed: number; published: number; pending: number; aged_pending: number }[]>`
         select (select count(*) from cases)::int as cases,
                (select count(*) from cases where closed_at is not null)::int as closed,
-               (select count(*) from event_outbox where parked_at is null and not exists (select 1 from event_outbox_queue q where q.id = event_outbox.id))::int as published,
-               (select count(*) from event_outbox where exists (select 1 from event_outbox_queue q where q.id = event_outbox.id))::int as pending,
-               (select count(*) from event_outbox where exists (select 1 from event_outbox_queue q where q.id = event_outbox.id) and created_at < now() - interval '30 days')::int as aged_pending`;
+               (select count(*) from event_outbox where published_at is not null)::int as published,
+               (select count(*) from event_outbox where published_at is null)::int as pending,
+               (select count(*) from event_outbox where published_at is null and created_at < now() - interval '30 days')::int as aged_pending`;
       expect(before).toMatchObject({ cases: 30, closed: 20, pending: 5 });
       expect(before!.published + before!.pending).toBe(50);
       expect(before!.aged_pending).toBeGreaterThan(0);
@@ -36,8 +36,8 @@ describe('cases demo', () => {
       const result = await pruneTransportTables({ databaseUrl: db.url, service: 'cases', retention: { outboxDays: 30, inboxDays: 31 }, registry: new Registry() });
       expect(result.outboxDeleted).toBeGreaterThan(0);
       const [after] = await db.sql<{ pending: number; aged_published: number }[]>`
-        select (select count(*) from event_outbox where exists (select 1 from event_outbox_queue q where q.id = event_outbox.id))::int as pending,
-               (select count(*) from event_outbox where parked_at is null and not exists (select 1 from event_outbox_queue q where q.id = event_outbox.id) and created_at < now() - interval '30 days')::int as aged_published`;
+        select (select count(*) from event_outbox where published_at is null)::int as pending,
+               (select count(*) from event_outbox where published_at is not null and created_at < now() - interval '30 days')::int as aged_published`;
       expect(after).toEqual({ pending: 5, aged_published: 0 });
     } finally {
       await db.drop();

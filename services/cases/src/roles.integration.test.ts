@@ -16,7 +16,7 @@ afterAll(() => h.drop());
 describe('the cases runtime role', () => {
   it('may not change the schema, switch a trigger off, truncate, or rewrite what it must not: cases are opened and closed, never rewritten or deleted', async () => {
     await expectRuntimeRefusals(h.sql, [
-      ...schemaRefusals(['cases', 'event_outbox', 'event_outbox_queue', 'event_inbox', 'prune_latch', 'craig_migrations']),
+      ...schemaRefusals(['cases', 'event_outbox', 'event_inbox', 'prune_latch', 'craig_migrations']),
       'delete from cases',
       `update cases set subject = 'rewritten'`,
       'update cases set opened_at = now()',

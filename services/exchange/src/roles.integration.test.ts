@@ -16,7 +16,7 @@ afterAll(() => h.drop());
 describe('the exchange runtime role', () => {
   it('may not change the schema, switch a trigger off, truncate, or rewrite what it must not: the SSA tables are deleted from only through the prune gate, the ledger never changes', async () => {
     await expectRuntimeRefusals(h.sql, [
-      ...schemaRefusals(['exchange_send_jobs', 'ssa_screening_runs', 'ssa_screening_members', 'ssa_transport_handoffs', 'archive_ledger', 'archive_tables', 'event_outbox', 'event_outbox_queue', 'event_inbox', 'prune_latch', 'craig_migrations']),
+      ...schemaRefusals(['exchange_send_jobs', 'ssa_screening_runs', 'ssa_screening_members', 'ssa_transport_handoffs', 'archive_ledger', 'archive_tables', 'event_outbox', 'event_inbox', 'prune_latch', 'craig_migrations']),
       'delete from ssa_transport_handoffs',
       'delete from ssa_screening_members',
       'delete from ssa_screening_runs',

@@ -61,26 +61,13 @@ async function seedAgedHistory(sql: Sql, options: { readonly rows: number }): Pr
     await tx`
       insert into event_inbox (consumer, event_id, event_type, received_at)
       select 'financial.placements', event_id, replace(kind, '_', '.'), enqueued_at from demo_queue`;
-    // Every settled row's announcement; the insert queues them all (the outbox's enqueue trigger).
-    const [staged] = await tx<{ lo: string; hi: string }[]>`
-      with ins as (
-        insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at)
-        select gen_random_uuid(), 'placement', placement_id, 'subsidy.settled',
-               jsonb_build_object('placementId', placement_id, 'caseId', case_id, 'kind', kind, 'amount', amount::text, 'settledAt', settled_at),
-               '{}'::jsonb, settled_at
-        from demo_queue where status = 'settled'
-        returning id
-      )
-      select min(id)::text as lo, max(id)::text as hi from ins`;
-    // Published, as the worker leaves them (out of the pending queue), except three aged ones
-    // still pending: evidence the transport sweep must keep. A separate statement: the trigger
-    // queues the rows at the end of the insert.
+    // Three aged announcements still pending: evidence the transport sweep must keep.
     await tx`
-      delete from event_outbox_queue q
-      using event_outbox o, demo_queue d
-      where q.id between ${staged!.lo}::bigint and ${staged!.hi}::bigint
-        and o.id = q.id and d.placement_id = o.aggregate_id
-        and d.g not in (${aged + 1}, ${aged + 2}, ${aged + 3})`;
+      insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at, published_at)
+      select gen_random_uuid(), 'placement', placement_id, 'subsidy.settled',
+             jsonb_build_object('placementId', placement_id, 'caseId', case_id, 'kind', kind, 'amount', amount::text, 'settledAt', settled_at),
+             '{}'::jsonb, settled_at, case when g in (${aged + 1}, ${aged + 2}, ${aged + 3}) then null else settled_at + interval '2 seconds' end
+      from demo_queue where status = 'settled'`;
   });
 }
 

@@ -51,7 +51,7 @@ describe('financial main.ts', () => {
       const settled = await fetch(`${base}/v1/admin/reconcile/settle`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: '{}' });
       expect(((await settled.json()) as { settled: number }).settled).toBe(1);
       // The outbox worker publishes subsidy.settled.
-      await eventually(async () => expect((await db.sql`select count(*)::int as n from event_outbox where event_type = 'subsidy.settled' and parked_at is null and not exists (select 1 from event_outbox_queue q where q.id = event_outbox.id)`)[0]!.n).toBe(1), { timeoutMs: 15_000 });
+      await eventually(async () => expect((await db.sql`select count(*)::int as n from event_outbox where event_type = 'subsidy.settled' and published_at is not null`)[0]!.n).toBe(1), { timeoutMs: 15_000 });
       // The sweep answers with the configured window: the row was settled just now and stays.
       const sweep = await fetch(`${base}/v1/admin/reconcile/sweep`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
       expect(await sweep.json()).toMatchObject({ status: 'pruned', deleted: 0 });

@@ -16,9 +16,9 @@ afterAll(() => h.drop());
 async function outboxCounts() {
   const [row] = await h.admin<{ aged_published: number; recent_published: number; pending: number; parked: number; aged_inbox: number; recent_inbox: number }[]>`
     select
-      (select count(*)::int from event_outbox where parked_at is null and not exists (select 1 from event_outbox_queue q where q.id = event_outbox.id) and created_at < now() - interval '30 days') as aged_published,
-      (select count(*)::int from event_outbox where parked_at is null and not exists (select 1 from event_outbox_queue q where q.id = event_outbox.id) and created_at >= now() - interval '30 days') as recent_published,
-      (select count(*)::int from event_outbox where exists (select 1 from event_outbox_queue q where q.id = event_outbox.id)) as pending,
+      (select count(*)::int from event_outbox where published_at is not null and created_at < now() - interval '30 days') as aged_published,
+      (select count(*)::int from event_outbox where published_at is not null and created_at >= now() - interval '30 days') as recent_published,
+      (select count(*)::int from event_outbox where published_at is null and parked_at is null) as pending,
       (select count(*)::int from event_outbox where parked_at is not null) as parked,
       (select count(*)::int from event_inbox where received_at < now() - interval '31 days') as aged_inbox,
       (select count(*)::int from event_inbox where received_at >= now() - interval '31 days') as recent_inbox`;

@@ -46,38 +46,21 @@ export async function seedInventoryHistory(sql: Sql, options: { readonly rows: n
   const rows = Math.max(0, Math.floor(options.rows));
   const share = (fraction: number, min = 0) => Math.max(min, Math.round(rows * fraction));
   await sql.begin(async (tx) => {
-    // Published ones, aged and recent: each insert queues its rows (the outbox's enqueue
-    // trigger, at the end of the statement); a second statement takes them out of the pending
-    // queue, as the worker does when it publishes.
-    const [aged] = await tx<{ lo: string; hi: string }[]>`
-      with ins as (
-        insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, last_attempt_at)
-        select gen_random_uuid(), 'library', (g % 50)::text, 'library.synced', jsonb_build_object('seq', g, 'aged', true), t, t + interval '1 second'
-        from generate_series(1, ${share(0.6)}::int) g, lateral (select now() - interval '40 days' - random() * interval '20 days' + g * interval '0 seconds' as t) a
-        returning id
-      )
-      select min(id)::text as lo, max(id)::text as hi from ins`;
-    const [recent] = await tx<{ lo: string; hi: string }[]>`
-      with ins as (
-        insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, last_attempt_at)
-        select gen_random_uuid(), 'library', (g % 50)::text, 'library.synced', jsonb_build_object('seq', g), t, t + interval '1 second'
-        from generate_series(1, ${share(0.05)}::int) g, lateral (select now() - interval '1 day' - random() * interval '9 days' + g * interval '0 seconds' as t) a
-        returning id
-      )
-      select min(id)::text as lo, max(id)::text as hi from ins`;
-    // (With no rows, min and max are null and the range matches nothing.)
+    // published_at >= created_at (event_outbox_published_after_created).
     await tx`
-      delete from event_outbox_queue
-      where id between ${aged!.lo}::bigint and ${aged!.hi}::bigint
-         or id between ${recent!.lo}::bigint and ${recent!.hi}::bigint`;
-    // Pending (left in the queue): never published, so never pruned while pending (the worker
-    // drains them first).
+      insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at, last_attempt_at)
+      select gen_random_uuid(), 'library', (g % 50)::text, 'library.synced', jsonb_build_object('seq', g, 'aged', true), t, t + interval '2 seconds', t + interval '1 second'
+      from generate_series(1, ${share(0.6)}::int) g, lateral (select now() - interval '40 days' - random() * interval '20 days' + g * interval '0 seconds' as t) a`;
+    await tx`
+      insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at, last_attempt_at)
+      select gen_random_uuid(), 'library', (g % 50)::text, 'library.synced', jsonb_build_object('seq', g), t, t + interval '2 seconds', t + interval '1 second'
+      from generate_series(1, ${share(0.05)}::int) g, lateral (select now() - interval '1 day' - random() * interval '9 days' + g * interval '0 seconds' as t) a`;
+    // Pending: never published, so never pruned while pending (the worker drains them first).
     await tx`
       insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at)
       select gen_random_uuid(), 'library', (g % 50)::text, 'library.synced', jsonb_build_object('seq', g, 'pending', true), now() - interval '45 days' - g * interval '1 minute'
       from generate_series(1, ${share(0.005, 5)}::int) g`;
-    // Parked after OUTBOX_MAX_ATTEMPTS failures (inserted parked, so never queued): evidence an
-    // operator must look at, never pruned.
+    // Parked after OUTBOX_MAX_ATTEMPTS failures: evidence an operator must look at, never pruned.
     await tx`
       insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, attempts, last_error, last_attempt_at, parked_at, parked_reason)
       select gen_random_uuid(), 'library', g::text, 'library.synced', jsonb_build_object('seq', g, 'parked', true), t, 10, 'broker nacked the publish', t + interval '1 hour', t + interval '1 hour', 'max_attempts'

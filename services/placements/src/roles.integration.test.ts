@@ -16,7 +16,7 @@ afterAll(() => h.drop());
 describe('the placements runtime role', () => {
   it('may not change the schema, switch a trigger off, truncate, or rewrite what it must not: placements are started and ended, case refs only move open → closed', async () => {
     await expectRuntimeRefusals(h.sql, [
-      ...schemaRefusals(['placements', 'case_refs', 'event_outbox', 'event_outbox_queue', 'event_inbox', 'prune_latch', 'craig_migrations']),
+      ...schemaRefusals(['placements', 'case_refs', 'event_outbox', 'event_inbox', 'prune_latch', 'craig_migrations']),
       'delete from placements',
       'delete from case_refs',
       'update placements set case_id = gen_random_uuid()',

@@ -69,34 +69,20 @@ async function seedAgedHistory(sql: Sql, options: { readonly rows: number }): Pr
     await tx`
       insert into rule_evaluations (event_id, event_type, snapshot_id, outcome, matched_rules, input, evaluated_at)
       select event_id, event_type, snapshot_id, outcome, matched, payload, evaluated_at from demo_evaluations order by g`;
-    // Each evaluation's rule.evaluated, and the announcements of earlier archive batches; each
-    // insert queues its rows (the outbox's enqueue trigger).
-    const [evaluated] = await tx<{ lo: string; hi: string }[]>`
-      with ins as (
-        insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at)
-        select d.evaluation_id, 'rule_evaluation', e.id::text, 'rule.evaluated',
-               jsonb_build_object('evaluationId', e.id::text, 'eventId', d.event_id, 'eventType', d.event_type, 'outcome', d.outcome,
-                                  'matchedRules', to_jsonb(d.matched), 'ruleSet', ${ACTIVE_RULE_SET}::text, 'snapshotId', d.snapshot_id::text, 'snapshotVersion', d.version),
-               '{}'::jsonb, d.evaluated_at
-        from demo_evaluations d join rule_evaluations e using (event_id)
-        returning id
-      )
-      select min(id)::text as lo, max(id)::text as hi from ins`;
-    const [batches] = await tx<{ lo: string; hi: string }[]>`
-      with ins as (
-        insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at)
-        select id, 'archive', id::text, 'rules.archive.batch',
-               jsonb_build_object('archiveId', id, 'table', 'rule_evaluations', 'rows', 5000), '{}'::jsonb, at
-        from (select gen_random_uuid() as id, now() - make_interval(days => 1 + g % 200) as at from generate_series(1, ${Math.max(2, Math.floor(aged / 100))}) g) o
-        returning id
-      )
-      select min(id)::text as lo, max(id)::text as hi from ins`;
-    // All of them published, as the worker leaves them: out of the pending queue (a separate
-    // statement: the trigger queues the rows at the end of each insert).
+    // Each evaluation's rule.evaluated, published a second after it was staged.
     await tx`
-      delete from event_outbox_queue
-      where id between ${evaluated!.lo}::bigint and ${evaluated!.hi}::bigint
-         or id between ${batches!.lo}::bigint and ${batches!.hi}::bigint`;
+      insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at, published_at)
+      select d.evaluation_id, 'rule_evaluation', e.id::text, 'rule.evaluated',
+             jsonb_build_object('evaluationId', e.id::text, 'eventId', d.event_id, 'eventType', d.event_type, 'outcome', d.outcome,
+                                'matchedRules', to_jsonb(d.matched), 'ruleSet', ${ACTIVE_RULE_SET}::text, 'snapshotId', d.snapshot_id::text, 'snapshotVersion', d.version),
+             '{}'::jsonb, d.evaluated_at, d.evaluated_at + interval '1 second'
+      from demo_evaluations d join rule_evaluations e using (event_id)`;
+    // Announcements of earlier archive batches.
+    await tx`
+      insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at, published_at)
+      select id, 'archive', id::text, 'rules.archive.batch',
+             jsonb_build_object('archiveId', id, 'table', 'rule_evaluations', 'rows', 5000), '{}'::jsonb, at, at + interval '2 seconds'
+      from (select gen_random_uuid() as id, now() - make_interval(days => 1 + g % 200) as at from generate_series(1, ${Math.max(2, Math.floor(aged / 100))}) g) o`;
     return v2!.id;
   });
   // The preview an operator ran before version 2 took over, through the service's own writer.

@@ -52,7 +52,7 @@ describe('rules main.ts', () => {
           const res = await fetch(`http://127.0.0.1:${port}/v1/evaluations?eventType=safety.reported`);
           expect(((await res.json()) as { evaluations: unknown[] }).evaluations).toMatchObject([{ outcome: 'flag', matchedRules: ['safety-high-severity'], snapshotVersion: 1 }]);
         }, { timeoutMs: 15_000 });
-        await eventually(async () => expect(await db.sql`select event_type from event_outbox where parked_at is null and not exists (select 1 from event_outbox_queue q where q.id = event_outbox.id)`).toEqual([{ event_type: 'rule.evaluated' }]), { timeoutMs: 15_000 });
+        await eventually(async () => expect(await db.sql`select event_type from event_outbox where published_at is not null`).toEqual([{ event_type: 'rule.evaluated' }]), { timeoutMs: 15_000 });
       } finally {
         await cases.drop();
       }
@@ -69,7 +69,7 @@ describe('rules main.ts', () => {
       expect([200, 409], await run.text()).toContain(run.status);
       await eventually(async () => expect((await db.sql`select coalesce(sum(row_count), 0)::int as n from archive_ledger where table_name = 'rule_evaluations'`)[0]!.n).toBe(1), { timeoutMs: 15_000 });
       expect((await db.sql`select count(*)::int as n from rule_evaluations`)[0]!.n).toBe(1);
-      await eventually(async () => expect((await db.sql`select count(*)::int as n from event_outbox where event_type = 'rules.archive.batch' and parked_at is null and not exists (select 1 from event_outbox_queue q where q.id = event_outbox.id)`)[0]!.n).toBe(1), { timeoutMs: 15_000 });
+      await eventually(async () => expect((await db.sql`select count(*)::int as n from event_outbox where event_type = 'rules.archive.batch' and published_at is not null`)[0]!.n).toBe(1), { timeoutMs: 15_000 });
 
       expect(await proc.terminate()).toEqual({ code: 0, stopped: ['http', 'archive loop', 'consumers', 'outbox worker', 'object store', 'transport', 'database pool'] });
     } finally {

@@ -16,7 +16,7 @@ afterAll(() => h.drop());
 describe('the rules runtime role', () => {
   it('may not change the schema, switch a trigger off, truncate, or rewrite what it must not: evaluations are deleted from only through the prune gate, snapshots never change', async () => {
     await expectRuntimeRefusals(h.sql, [
-      ...schemaRefusals(['rule_evaluations', 'rule_set_snapshots', 'rule_set_promotion_previews', 'archive_ledger', 'archive_tables', 'event_outbox', 'event_outbox_queue', 'event_inbox', 'prune_latch', 'craig_migrations']),
+      ...schemaRefusals(['rule_evaluations', 'rule_set_snapshots', 'rule_set_promotion_previews', 'archive_ledger', 'archive_tables', 'event_outbox', 'event_inbox', 'prune_latch', 'craig_migrations']),
       'delete from rule_evaluations',
       'delete from rule_set_snapshots',
       'delete from rule_set_promotion_previews',

@@ -23,8 +23,8 @@ describe('safety demo', () => {
         select (select count(*) from case_refs)::int as refs,
                (select count(*) from safety_reports)::int as reports,
                (select count(*) from event_outbox)::int as events,
-               (select count(*) from event_outbox where exists (select 1 from event_outbox_queue q where q.id = event_outbox.id))::int as pending,
-               (select count(*) from event_outbox where exists (select 1 from event_outbox_queue q where q.id = event_outbox.id) and created_at < now() - interval '30 days')::int as aged_pending,
+               (select count(*) from event_outbox where published_at is null)::int as pending,
+               (select count(*) from event_outbox where published_at is null and created_at < now() - interval '30 days')::int as aged_pending,
                (select count(*) from event_inbox where received_at < now() - interval '31 days')::int as aged_inbox`;
       expect(before).toMatchObject({ refs: 30, reports: 30, events: 30, pending: 5 });
       expect(before!.aged_pending).toBeGreaterThan(0);

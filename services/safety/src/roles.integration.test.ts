@@ -16,7 +16,7 @@ afterAll(() => h.drop());
 describe('the safety runtime role', () => {
   it('may not change the schema, switch a trigger off, truncate, or rewrite what it must not: a filed report is never changed or deleted', async () => {
     await expectRuntimeRefusals(h.sql, [
-      ...schemaRefusals(['safety_reports', 'case_refs', 'event_outbox', 'event_outbox_queue', 'event_inbox', 'prune_latch', 'craig_migrations']),
+      ...schemaRefusals(['safety_reports', 'case_refs', 'event_outbox', 'event_inbox', 'prune_latch', 'craig_migrations']),
       'delete from safety_reports',
       `update safety_reports set summary = 'rewritten'`,
       'delete from case_refs',

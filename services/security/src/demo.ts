@@ -45,19 +45,12 @@ async function seedAgedHistory(sql: Sql, options: { readonly rows: number }): Pr
                now() - make_interval(days => case when g <= ${letters} then 100 + g % 301 else g % 31 end) as at
         from generate_series(1, ${letters * 2}) g
       ) l`;
-    // Announcements of earlier archive batches, published: the insert queues them (the outbox's
-    // enqueue trigger, at the end of the statement), then a second statement takes them out of
-    // the pending queue, as the worker does when it publishes.
-    const [announced] = await tx<{ lo: string; hi: string }[]>`
-      with ins as (
-        insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at)
-        select id, 'archive', id::text, 'security.archive.batch',
-               jsonb_build_object('archiveId', id, 'table', 'audit_log', 'rows', 5000), '{}'::jsonb, at
-        from (select gen_random_uuid() as id, now() - make_interval(days => 1 + g % 200) as at from generate_series(1, ${Math.max(2, Math.floor(aged / 100))}) g) o
-        returning id
-      )
-      select min(id)::text as lo, max(id)::text as hi from ins`;
-    await tx`delete from event_outbox_queue where id between ${announced!.lo}::bigint and ${announced!.hi}::bigint`;
+    // Announcements of earlier archive batches, published minutes after they were staged.
+    await tx`
+      insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at, published_at)
+      select id, 'archive', id::text, 'security.archive.batch',
+             jsonb_build_object('archiveId', id, 'table', 'audit_log', 'rows', 5000), '{}'::jsonb, at, at + interval '2 seconds'
+      from (select gen_random_uuid() as id, now() - make_interval(days => 1 + g % 200) as at from generate_series(1, ${Math.max(2, Math.floor(aged / 100))}) g) o`;
   });
 }
 

@@ -12,13 +12,13 @@ export type ParkReason = 'malformed' | 'max_attempts' | 'oversize' | 'replay_pas
 export interface DrainResult {
   /** Rows claimed by this batch. */
   readonly claimed: number;
-  /** Confirmed by the transport: their ids stay out of the pending queue. */
+  /** Stamped published after the transport confirmed them. */
   readonly published: number;
   /** Failed and counted an attempt (retried later with backoff). */
   readonly failed: number;
   /** Parked (malformed, oversize, past OUTBOX_MAX_ATTEMPTS, or a replay past the horizon). */
   readonly parked: number;
-  /** Not sent because the transport was unreachable: back in the queue as they were, no attempt counted. */
+  /** Not sent because the transport was unreachable: left untouched, no attempt counted. */
   readonly unavailable: number;
 }
 
@@ -59,12 +59,11 @@ interface ClaimedRow {
 }
 
 /**
- * Publish one batch of pending rows, oldest first. The claim takes the batch's ids out of the
- * pending queue (`FOR UPDATE SKIP LOCKED`, at most `batchSize` rows and about `batchBytes` of
- * payload) in a transaction held across the publish, so no two replicas publish a row at once;
- * the transaction commits only after the transport confirmed, with the ids it could not publish
- * put back (ADR-078). A crash before the commit puts every id back: the row is published again
- * (at-least-once; inboxes dedupe).
+ * Publish one batch of pending rows, oldest first. The claim (`FOR UPDATE SKIP LOCKED`, at most
+ * `batchSize` rows and about `batchBytes` of payload) is held across the publish, so no two
+ * replicas publish a row at once; `published_at` is stamped in the same transaction only after
+ * the transport confirmed. A crash between the confirm and the commit leaves the row pending:
+ * it is published again (at-least-once; inboxes dedupe).
  */
 export async function drainBatch(ctx: DrainContext): Promise<BatchOutcome> {
   const release = ctx.turn ? await ctx.turn.take() : () => {};
@@ -77,8 +76,8 @@ export async function drainBatch(ctx: DrainContext): Promise<BatchOutcome> {
 
 async function claimAndPublish(ctx: DrainContext, release: () => void): Promise<BatchOutcome> {
   return ctx.sql.begin(async (tx) => {
-    // Losing this commit to a server crash only puts the ids back in the queue and republishes
-    // the rows (at-least-once; inboxes dedupe), so it need not wait for its WAL flush. (Sent with the claim,
+    // Losing a published_at stamp to a server crash only republishes the row (at-least-once;
+    // inboxes dedupe), so this commit need not wait for its WAL flush. (Sent with the claim,
     // in one round trip: a SET LOCAL counts at commit wherever it stands in the transaction.)
     const asyncCommit = tx`set local synchronous_commit = off`;
     // Row and byte bounded, locking only the rows it returns (sql/000005_outbox_claim.sql).
@@ -136,57 +135,52 @@ async function claimAndPublish(ctx: DrainContext, release: () => void): Promise<
     // claim while this batch waits for its confirms.
     release();
     const outcomes = await publishing;
-    let published = 0;
+    const published: string[] = [];
     const failed: Array<{ id: string; error: string }> = [];
-    const unreachable: string[] = [];
+    let unavailable = 0;
     outcomes.forEach((outcome, i) => {
       const row = sending[i]!;
-      if (outcome.ok) published++;
+      if (outcome.ok) published.push(row.id);
       else if (outcome.kind === 'too_large') park.push({ id: row.id, reason: 'oversize', error: outcome.error.message });
       else if (outcome.kind === 'rejected') failed.push({ id: row.id, error: outcome.error.message });
-      else unreachable.push(row.id);
+      else unavailable++;
     });
 
-    // The published rows' ids left the queue with the claim: nothing to write for them.
+    if (published.length > 0) {
+      // clock_timestamp(), not now(): now() is this transaction's start, which can precede the
+      // created_at of a row committed after it began (the CHECK would refuse it).
+      await tx`update event_outbox set published_at = clock_timestamp(), next_attempt_at = null where id = any(${published}::bigint[])`;
+    }
     const parkedByFailure = failed.length > 0 ? await recordFailures(tx, failed, ctx.maxAttempts) : 0;
     if (park.length > 0) await parkRows(tx, park);
-    if (unreachable.length > 0) await tx`insert into event_outbox_queue (id) select unnest(${unreachable}::bigint[])`;
 
     const m = ctx.metrics;
-    m?.outboxPublished.inc(published);
+    m?.outboxPublished.inc(published.length);
     if (failed.length) m?.outboxPublishFailures.inc({ kind: 'rejected' }, failed.length);
-    if (unreachable.length) m?.outboxPublishFailures.inc({ kind: 'unavailable' }, unreachable.length);
+    if (unavailable) m?.outboxPublishFailures.inc({ kind: 'unavailable' }, unavailable);
     for (const p of park) m?.outboxPublishFailures.inc({ kind: p.reason === 'oversize' ? 'too_large' : p.reason });
     if (park.length > 0 || parkedByFailure > 0) {
       ctx.logger.warn({ parked: [...park.map((p) => ({ id: p.id, reason: p.reason, error: p.error }))], parkedAfterMaxAttempts: parkedByFailure }, 'outbox rows parked; redrive with redriveParked() after fixing the cause');
     }
     if (failed.length > 0) ctx.logger.warn({ failed: failed.length, firstError: failed[0]!.error }, 'outbox publish failures (counted, retried with backoff)');
-    return { result: { claimed: rows.length, published, failed: failed.length - parkedByFailure, parked: park.length + parkedByFailure, unavailable: unreachable.length }, full };
+    return { result: { claimed: rows.length, published: published.length, failed: failed.length - parkedByFailure, parked: park.length + parkedByFailure, unavailable }, full };
   });
 }
 
-/**
- * Count an attempt and put the row back in the queue, due again in 2^(attempts before) s (at most
- * 5 min); at OUTBOX_MAX_ATTEMPTS park it instead. Returns how many parked.
- */
+/** Count an attempt; back off 2^attempts s (at most 5 min); park at OUTBOX_MAX_ATTEMPTS. Returns how many parked. */
 async function recordFailures(tx: TransactionSql, failed: ReadonlyArray<{ id: string; error: string }>, maxAttempts: number): Promise<number> {
-  const [row] = await tx<{ parked: number }[]>`
-    with counted as (
-      update event_outbox o
-      set attempts = o.attempts + 1,
-          last_error = u.error,
-          last_attempt_at = clock_timestamp(),
-          parked_at = case when o.attempts + 1 >= ${maxAttempts} then clock_timestamp() end,
-          parked_reason = case when o.attempts + 1 >= ${maxAttempts} then 'max_attempts' end
-      from unnest(${failed.map((f) => f.id)}::bigint[], ${failed.map((f) => f.error)}::text[]) as u(id, error)
-      where o.id = u.id
-      returning o.id, o.attempts, o.parked_at is not null as parked
-    ), requeued as (
-      insert into event_outbox_queue (id, next_attempt_at)
-      select id, clock_timestamp() + make_interval(secs => least(300, 2 ^ (attempts - 1))) from counted where not parked
-    )
-    select count(*) filter (where parked)::int as parked from counted`;
-  return row!.parked;
+  const rows = await tx<{ parked: boolean }[]>`
+    update event_outbox o
+    set attempts = o.attempts + 1,
+        last_error = u.error,
+        last_attempt_at = clock_timestamp(),
+        next_attempt_at = clock_timestamp() + make_interval(secs => least(300, 2 ^ o.attempts)),
+        parked_at = case when o.attempts + 1 >= ${maxAttempts} then clock_timestamp() end,
+        parked_reason = case when o.attempts + 1 >= ${maxAttempts} then 'max_attempts' end
+    from unnest(${failed.map((f) => f.id)}::bigint[], ${failed.map((f) => f.error)}::text[]) as u(id, error)
+    where o.id = u.id
+    returning o.parked_at is not null as parked`;
+  return rows.filter((r) => r.parked).length;
 }
 
 async function parkRows(tx: TransactionSql, park: ReadonlyArray<{ id: string; reason: ParkReason; error: string }>): Promise<void> {

@@ -38,12 +38,12 @@ async function messagesOf(db: TestDatabase): Promise<Message[]> {
 
 /**
  * Run before each contender, outside its timing: vacuum what the previous one left behind (our
- * drain leaves a dead version of every queue row it took, which autovacuum would otherwise clean
+ * drain's stamps leave a dead version of every outbox row, which autovacuum would otherwise clean
  * while the next contender runs, charging it to that one) and checkpoint, so that no contender
  * starts in the other's wake or meets a checkpoint the other's WAL forced.
  */
 async function settle(db: TestDatabase): Promise<void> {
-  await db.sql`vacuum event_outbox, event_outbox_queue`;
+  await db.sql`vacuum event_outbox`;
   await db.sql`checkpoint`;
 }
 
@@ -64,7 +64,7 @@ async function pendingOutbox(events: number, lanes: number) {
       db,
       sql,
       messages,
-      /** Every row pending again, as the copy held them (our drain takes them all out of the queue), then {@link settle}. */
+      /** Every row pending again, as the copy held them (our drain stamps them all), then {@link settle}. */
       async restore() {
         await db.sql`truncate event_outbox`;
         await db.sql`insert into event_outbox select * from bench_pending order by id`;
@@ -123,7 +123,7 @@ interface Round {
   readonly cpuMsPer1000Events?: { readonly ours: BusDrainCpu; readonly ceiling: BareInsertCpu };
 }
 
-/** Our drain's CPU into the bus: its outbox sessions (the claim, which takes the ids out of the pending queue, and the commit), the transport's bus session (the INSERT) and Node. */
+/** Our drain's CPU into the bus: its outbox sessions (claim, stamp, commit), the transport's bus session (the INSERT) and Node. */
 interface BusDrainCpu {
   readonly outboxSessions: number;
   readonly busSession: number;
@@ -194,7 +194,7 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
         const drain = async () => {
           await outbox.restore();
           const r = await drainAll(outbox, transport, batchSize, lanes);
-          const [{ n } = { n: 0 }] = await db.sql<{ n: number }[]>`select count(*)::int as n from event_outbox_queue`;
+          const [{ n } = { n: 0 }] = await db.sql<{ n: number }[]>`select count(*)::int as n from event_outbox where published_at is null`;
           if (n !== 0 || r.published !== events) throw new Error(`drain left ${n} pending / published ${r.published}`);
           const routed = (await admin.checkQueue(sink)).messageCount;
           if (routed !== events) throw new Error(`the sink queue holds ${routed} messages, expected ${events}`);
@@ -325,7 +325,7 @@ function cpuSummary(rounds: readonly Round[], ceilingEventsPerSec: number) {
     cpuMsPer1000Events: {
       ours: { outboxSessions: median((c) => c.ours.outboxSessions), busSession: median((c) => c.ours.busSession), node: median((c) => c.ours.node), total: median((c) => c.ours.total) },
       ceiling: { session: median((c) => c.ceiling.session), node: median((c) => c.ceiling.node), total: median((c) => c.ceiling.total) },
-      note: "CPU (user + system) of each contender's processes while it ran, medians over rounds: our drain's outbox sessions (the claim, which takes the ids out of the pending queue, and the commit), the bus transport's session (the INSERT) and Node; the bare INSERT's session and Node. Read from /proc, so only where PostgreSQL runs on this host",
+      note: "CPU (user + system) of each contender's processes while it ran, medians over rounds: our drain's outbox sessions (claim, stamp, commit), the bus transport's session (the INSERT) and Node; the bare INSERT's session and Node. Read from /proc, so only where PostgreSQL runs on this host",
     },
   };
 }

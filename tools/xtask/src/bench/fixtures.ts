@@ -1,5 +1,5 @@
 import { migrate, migrationTemplate, type Sql } from '@craig/db';
-import { MQ_MIGRATIONS, outboxPublished } from '@craig/mq';
+import { MQ_MIGRATIONS } from '@craig/mq';
 import { testDatabase, type TestDatabase } from '@craig/testkit';
 import postgres from 'postgres';
 import { sampleStats } from './measure.ts';
@@ -30,25 +30,19 @@ export async function outboxCopy(rows: number, options: { pending?: 'aged' | 'al
           for (let start = 1; start <= rows; start += chunk) {
             const end = Math.min(rows, start + chunk - 1);
             await sql`
-              insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at)
+              insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at)
               select gen_random_uuid(), 'case', (g % 50000)::text, 'case.opened',
                      jsonb_build_object('caseId', g, 'status', 'opened', 'note', repeat('x', 262)),
-                     t.created_at
+                     t.created_at,
+                     case when ${allPending} or (g <= ${Math.floor(rows * 0.95)} and g % 19 = 1) then null else t.created_at + interval '1 second' end
               from generate_series(${start}::int, ${end}::int) g,
                    lateral (select case when g <= ${Math.floor(rows * 0.95)}
                                         then now() - interval '396 days' + (interval '365 days') * (g::float8 / ${Math.floor(rows * 0.95)})
                                         else now() - interval '10 days' + (interval '10 days') * ((g - ${Math.floor(rows * 0.95)})::float8 / ${Math.ceil(rows * 0.05)}) - interval '1 minute'
                                    end as created_at) t`;
-            // Every row went into the pending queue with its insert; the published ones leave it.
-            if (!allPending) {
-              await sql`
-                delete from event_outbox_queue q using event_outbox o
-                where o.id = q.id and o.id between ${start} and ${end}
-                  and not ((o.payload->>'caseId')::int <= ${Math.floor(rows * 0.95)} and (o.payload->>'caseId')::int % 19 = 1)`;
-            }
           }
           if (options.peer) await peerOutbox(sql);
-          await sql`vacuum (analyze) event_outbox, event_outbox_queue`;
+          await sql`vacuum (analyze) event_outbox`;
         } finally {
           await sql.end();
         }
@@ -65,7 +59,7 @@ export async function outboxCopy(rows: number, options: { pending?: 'aged' | 'al
 export async function warm(sql: Sql, table = 'event_outbox'): Promise<void> {
   await sql`checkpoint`.catch(() => undefined);
   await sql`select count(*) from ${sql(table)}`;
-  if (table === 'event_outbox') await sql`select count(*) from event_outbox o where ${outboxPublished(sql, 'o')} and created_at < now()`;
+  if (table === 'event_outbox') await sql`select count(*) from event_outbox where published_at is not null and created_at < now()`;
 }
 
 /** The server's WAL insert position, in bytes: the WAL written between two readings is their difference. */
@@ -76,8 +70,8 @@ export async function walPosition(sql: Sql): Promise<number> {
 
 /**
  * The same rows in `pg-transactional-outbox`'s own table (`public.outbox`, created by its
- * `DatabaseSetup` with its polling indexes): message id = event id, `processed_at` null for
- * the rows in our pending queue (else a second after `created_at`), everything else as it is. The peer suite cleans it through that library.
+ * `DatabaseSetup` with its polling indexes): message id = event id, `processed_at` =
+ * `published_at`, everything else as it is. The peer suite cleans it through that library.
  */
 async function peerOutbox(sql: postgres.Sql): Promise<void> {
   const { DatabaseSetup } = await import('pg-transactional-outbox');
@@ -86,9 +80,7 @@ async function peerOutbox(sql: postgres.Sql): Promise<void> {
   await sql.unsafe(DatabaseSetup.setupPollingIndexes(config));
   await sql`
     insert into outbox (id, aggregate_type, aggregate_id, message_type, payload, created_at, processed_at)
-    select o.event_id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload, o.created_at,
-           case when exists (select 1 from event_outbox_queue q where q.id = o.id) then null else o.created_at + interval '1 second' end
-    from event_outbox o order by o.id`;
+    select event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at from event_outbox order by id`;
   await sql`vacuum (analyze) outbox`;
 }
 

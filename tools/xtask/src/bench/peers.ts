@@ -10,7 +10,7 @@
 //     at our 30-day window and its defaults for the rest (abandoned 14 d, every message 60 d).
 // For each: rows/s, the writer's p99 (and its idle p99 on the same copy), and pending rows lost.
 import { createClient } from '@craig/db';
-import { outboxPublished, pruneTransportTables } from '@craig/mq';
+import { pruneTransportTables } from '@craig/mq';
 import type { TestDatabase } from '@craig/testkit';
 import pg from 'pg';
 import { runMessageCleanupOnce } from 'pg-transactional-outbox';
@@ -51,7 +51,7 @@ function tableOf(c: Contender): 'event_outbox' | 'outbox' {
 async function pendingCount(db: TestDatabase, table: 'event_outbox' | 'outbox', before: Date): Promise<number> {
   const [row] =
     table === 'event_outbox'
-      ? await db.sql<{ n: number }[]>`select count(*)::int as n from event_outbox o join event_outbox_queue q on q.id = o.id where o.created_at < ${before}`
+      ? await db.sql<{ n: number }[]>`select count(*)::int as n from event_outbox where published_at is null and created_at < ${before}`
       : await db.sql<{ n: number }[]>`select count(*)::int as n from outbox where processed_at is null and created_at < ${before}`;
   return row!.n;
 }
@@ -97,7 +97,7 @@ async function clean(db: TestDatabase, c: Contender, batch: number): Promise<num
         const r = await sql`
           delete from event_outbox where id in (
             select id from event_outbox
-            where ${outboxPublished(sql)} and created_at < now() - make_interval(days => ${WINDOW_DAYS})
+            where published_at is not null and created_at < now() - make_interval(days => ${WINDOW_DAYS})
             limit ${batch})`;
         total += r.count;
         if (r.count < batch) return total;

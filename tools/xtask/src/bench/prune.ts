@@ -3,7 +3,7 @@
 // beside it; then our loop alone at each --scale size (per-batch and per-row cost).
 import { createClient, type Sql } from '@craig/db';
 import type { WalCompressionMethod } from '@craig/db';
-import { outboxPruneTarget, outboxPublished, pruneTable, pruneTransportTables, PRUNE_MAX_BATCH, PRUNE_TARGET_BATCH_MS } from '@craig/mq';
+import { outboxPruneTarget, pruneTable, pruneTransportTables, PRUNE_MAX_BATCH, PRUNE_TARGET_BATCH_MS } from '@craig/mq';
 import type { TestDatabase } from '@craig/testkit';
 import { UsageError, writeLine } from '../command.ts';
 import { outboxCopy, outboxWriter, walPosition, warm } from './fixtures.ts';
@@ -98,7 +98,7 @@ const ceiling = (db: TestDatabase, withWriter: boolean) =>
   timed(db, withWriter, async () => {
     const sql = createClient(db.url, { service: 'bench-ceiling', max: 1, statementTimeoutMs: 0 });
     try {
-      const r = await sql`delete from event_outbox where ${outboxPublished(sql)} and created_at < now() - make_interval(days => ${WINDOW_DAYS})`;
+      const r = await sql`delete from event_outbox where published_at is not null and created_at < now() - make_interval(days => ${WINDOW_DAYS})`;
       return r.count;
     } finally {
       await sql.end();
@@ -117,9 +117,9 @@ const idKeyed = (db: TestDatabase, batchSize: number) =>
           delete from event_outbox
           where id = any(array(
               select id from event_outbox
-              where ${outboxPublished(sql)} and created_at < now() - make_interval(days => ${WINDOW_DAYS})
+              where published_at is not null and created_at < now() - make_interval(days => ${WINDOW_DAYS})
               order by created_at limit ${batchSize}))
-            and ${outboxPublished(sql)} and created_at < now() - make_interval(days => ${WINDOW_DAYS})`;
+            and published_at is not null and created_at < now() - make_interval(days => ${WINDOW_DAYS})`;
         batchMs.push(performance.now() - t);
         batchRows.push(r.count);
         total += r.count;

@@ -57,13 +57,10 @@ async function invariants(...argv: string[]) {
 
 async function seedOverdue(): Promise<void> {
   // 33 days: past the 30-day outbox window + 48 h; 34 days: past the 31-day inbox window + 48 h.
-  // The insert queues all 8 outbox rows (ADR-078); 5 then leave the queue as published, 3 stay pending.
   await db.sql`
-    insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at)
-    select gen_random_uuid(), 'case', g::text, 'case.opened', '{}'::jsonb, now() - interval '33 days'
+    insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at)
+    select gen_random_uuid(), 'case', g::text, 'case.opened', '{}'::jsonb, now() - interval '33 days', case when g <= 5 then now() - interval '33 days' end
     from generate_series(1, 8) g`;
-  const published = await db.sql`delete from event_outbox_queue where id in (select id from event_outbox where aggregate_id::int <= 5) returning id`;
-  if (published.length !== 5) throw new Error(`seedOverdue: ${published.length} rows published, expected 5`);
   await db.sql`insert into event_inbox (consumer, event_id, event_type, received_at) select 'c', gen_random_uuid(), 'case.opened', now() - interval '34 days' from generate_series(1, 6)`;
 }
 

@@ -19,14 +19,10 @@ describe('pnpm xtask prune <service>', () => {
   });
   beforeEach(async () => {
     await db.sql`truncate event_outbox, event_inbox, prune_latch`;
-    // 35 aged rows, all queued by the insert (ADR-078); 30 of them then leave the queue, as the
-    // drain takes what it published: 30 published, 5 pending.
     await db.sql`
-      insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at)
-      select gen_random_uuid(), 'case', g::text, 'case.opened', '{}'::jsonb, now() - interval '40 days'
+      insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at)
+      select gen_random_uuid(), 'case', g::text, 'case.opened', '{}'::jsonb, now() - interval '40 days', case when g <= 30 then now() - interval '40 days' end
       from generate_series(1, 35) g`;
-    const published = await db.sql`delete from event_outbox_queue where id in (select id from event_outbox where aggregate_id::int <= 30) returning id`;
-    expect(published.length).toBe(30);
     await db.sql`insert into event_inbox (consumer, event_id, event_type, received_at) select 'c', gen_random_uuid(), 'case.opened', now() - interval '40 days' from generate_series(1, 12)`;
   });
 

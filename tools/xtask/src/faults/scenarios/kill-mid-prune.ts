@@ -8,7 +8,7 @@
 // service's next cycle prunes the rest, outbox before inbox, to the row.
 import { LOCK_KEYS } from '@craig/db';
 import { PRUNE_BATCH } from '@craig/mq';
-import { advisoryHolders, auditDeletes, count, markPublished, OUTBOX_PUBLISHED, OUTBOX_QUEUED_AT_DELETE, waitingOnLock } from '../probes.ts';
+import { advisoryHolders, auditDeletes, count, waitingOnLock } from '../probes.ts';
 import { Outcome, type FaultScenario } from '../scenario.ts';
 import { waitFor } from '../wait.ts';
 
@@ -32,40 +32,27 @@ export const killMidPrune: FaultScenario = {
     await stack.migrate('cases', await stack.env('cases', settings));
     const sql = stack.sql('cases');
     // Aged pending rows are the oldest: the drain publishes them first, then they are eligible.
-    // Every insert queues its rows (ADR-078); the published ones then leave the queue, as the
-    // drain would have taken them out, and parked rows are never queued.
     await sql`
       insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at)
       select gen_random_uuid(), 'case', gen_random_uuid()::text, 'case.opened', '{"subject":"aged pending"}', now() - interval '41 days' + g * interval '1 ms'
       from generate_series(1, ${AGED_PENDING}) g`;
-    const [agedIds] = await sql<{ lo: string | null; hi: string | null }[]>`
-      with ins as (
-        insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at)
-        select gen_random_uuid(), 'case', gen_random_uuid()::text, 'case.opened', '{"subject":"aged"}', now() - interval '40 days' + g * interval '10 ms'
-        from generate_series(1, ${AGED_PUBLISHED}) g
-        returning id
-      )
-      select min(id)::text as lo, max(id)::text as hi from ins`;
-    await markPublished(sql, agedIds!, AGED_PUBLISHED);
+    await sql`
+      insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at)
+      select gen_random_uuid(), 'case', gen_random_uuid()::text, 'case.opened', '{"subject":"aged"}', t, t + interval '1 s'
+      from (select now() - interval '40 days' + g * interval '10 ms' as t from generate_series(1, ${AGED_PUBLISHED}) g) x`;
     await sql`
       insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, parked_at, parked_reason, attempts)
       select gen_random_uuid(), 'case', gen_random_uuid()::text, 'case.opened', '{"subject":"parked"}', now() - interval '45 days', now(), 'max_attempts', 10
       from generate_series(1, ${PARKED}) g`;
-    const [freshIds] = await sql<{ lo: string | null; hi: string | null }[]>`
-      with ins as (
-        insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at)
-        select gen_random_uuid(), 'case', gen_random_uuid()::text, 'case.opened', '{"subject":"fresh"}', now() - interval '1 day'
-        from generate_series(1, ${FRESH}) g
-        returning id
-      )
-      select min(id)::text as lo, max(id)::text as hi from ins`;
-    await markPublished(sql, freshIds!, FRESH);
+    await sql`
+      insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at)
+      select gen_random_uuid(), 'case', gen_random_uuid()::text, 'case.opened', '{"subject":"fresh"}', now() - interval '1 day', now() - interval '1 day' + interval '1 s'
+      from generate_series(1, ${FRESH}) g`;
     await sql`
       insert into event_inbox (consumer, event_id, event_type, received_at)
       select 'faults.peer', gen_random_uuid(), 'peer.event', now() - case when g <= ${INBOX_AGED} then interval '40 days' else interval '1 day' end
       from generate_series(1, ${INBOX_AGED + INBOX_FRESH}) g`;
-    // `pending`: the deleted row's id was still in the pending queue when it was deleted.
-    await auditDeletes(sql, 'event_outbox', ['id', 'parked_at', 'created_at'], { pending: OUTBOX_QUEUED_AT_DELETE });
+    await auditDeletes(sql, 'event_outbox', ['id', 'published_at', 'parked_at', 'created_at']);
     await auditDeletes(sql, 'event_inbox', ['consumer', 'event_id', 'received_at']);
     const [held] = await sql<{ id: string }[]>`
       select id::text from event_outbox where parked_at is null and created_at < now() - interval '30 days'
@@ -92,7 +79,7 @@ export const killMidPrune: FaultScenario = {
     // Whole batches in created_at order: no eligible row older than the newest deleted one survives.
     out.equal(
       'the deleted rows are the oldest eligible ones (whole batches, a prefix)',
-      await count(sql, 'event_outbox', `${OUTBOX_PUBLISHED} and created_at < (select max(created_at) from fault_deleted_event_outbox)`),
+      await count(sql, 'event_outbox', `published_at is not null and parked_at is null and created_at < (select max(created_at) from fault_deleted_event_outbox)`),
       0,
     );
     out.equal('inbox untouched (outbox first, the cycle died before it)', await count(sql, 'event_inbox'), INBOX_AGED + INBOX_FRESH);
@@ -102,14 +89,13 @@ export const killMidPrune: FaultScenario = {
     await cases.up();
     await waitFor(
       'the restarted service to prune the rest',
-      async () => (await count(sql, 'event_outbox', `${OUTBOX_PUBLISHED} and created_at < now() - interval '30 days'`)) === 0 && (await count(sql, 'event_inbox', `received_at < now() - interval '31 days'`)) === 0,
+      async () => (await count(sql, 'event_outbox', `published_at is not null and created_at < now() - interval '30 days'`)) === 0 && (await count(sql, 'event_inbox', `received_at < now() - interval '31 days'`)) === 0,
       { timeoutMs: 120_000, intervalMs: 200 },
     );
     out.recoverMs = performance.now() - killedAt;
     out.equal('restarts by the supervisor', cases.supervisor.restarts, 1);
 
-    // Pending or parked when deleted: never published, so never eligible.
-    const deletedPending = await count(sql, 'fault_deleted_event_outbox', 'pending or parked_at is not null');
+    const deletedPending = await count(sql, 'fault_deleted_event_outbox', 'published_at is null');
     const deleted = await count(sql, 'fault_deleted_event_outbox');
     const distinct = await count(sql, '(select distinct id from fault_deleted_event_outbox) d');
     out.equal('outbox rows deleted in all', deleted, AGED_PUBLISHED + AGED_PENDING);
@@ -121,7 +107,7 @@ export const killMidPrune: FaultScenario = {
     out.equal('parked rows kept', parked, PARKED);
     out.equal('fresh rows kept', fresh, FRESH);
     out.equal('fresh inbox rows kept', inboxFresh, INBOX_FRESH);
-    out.equal('the aged pending rows were published before they were pruned', await count(sql, 'fault_deleted_event_outbox', `not pending and parked_at is null and created_at < now() - interval '41 days' + interval '1 s'`), AGED_PENDING);
+    out.equal('the aged pending rows were published before they were pruned', await count(sql, 'fault_deleted_event_outbox', `published_at is not null and created_at < now() - interval '41 days' + interval '1 s'`), AGED_PENDING);
     out.expected = PARKED + FRESH + INBOX_FRESH;
     out.kept = parked + fresh + inboxFresh;
     out.lost = deletedPending + (out.expected - out.kept);

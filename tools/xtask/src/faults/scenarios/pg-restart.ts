@@ -8,7 +8,7 @@
 import { LOCK_KEYS, type Sql } from '@craig/db';
 import type { EmbeddedServer } from '@craig/testkit';
 import { agedLeft, ARCHIVE_SEED, checkArchivedOnce, cyclesDone, seedAudit } from './archive-common.ts';
-import { advisoryHolders, auditDeletes, count, markPublished, OUTBOX_PUBLISHED, OUTBOX_QUEUED_AT_DELETE, OUTBOX_UNPUBLISHED, waitingOnLock } from '../probes.ts';
+import { advisoryHolders, auditDeletes, count, waitingOnLock } from '../probes.ts';
 import { Outcome, type FaultScenario, type ScenarioContext } from '../scenario.ts';
 import type { FaultService } from '../stack.ts';
 import { sleep, waitFor } from '../wait.ts';
@@ -108,19 +108,19 @@ function drainScenario(transport: 'postgres' | 'rabbitmq', downMs: number, fast:
         from generate_series(1, ${EVENTS}) g`;
       const producer = await stack.start('cases');
       const watch = watchReadiness([producer, security]);
-      await waitFor('a quarter of the backlog published', async () => (await count(cases, 'event_outbox', OUTBOX_PUBLISHED)) >= EVENTS / 4, { timeoutMs: 120_000, intervalMs: 50 });
+      await waitFor('a quarter of the backlog published', async () => (await count(cases, 'event_outbox', 'published_at is not null')) >= EVENTS / 4, { timeoutMs: 120_000, intervalMs: 50 });
       const crashedAt = await crashAndRestart(ctx, server, downMs);
       const audit = stack.sql('security');
       await waitFor(
         'every staged event published and audited',
-        async () => (await count(cases, 'event_outbox', OUTBOX_UNPUBLISHED)) === 0 && (await count(audit, '(select distinct event_id from audit_log) d')) >= EVENTS,
+        async () => (await count(cases, 'event_outbox', 'published_at is null')) === 0 && (await count(audit, '(select distinct event_id from audit_log) d')) >= EVENTS,
         { timeoutMs: 240_000, intervalMs: 250 },
       ).catch(async (error: unknown) => {
         // What every session of the stack is doing, for whoever reads the failure.
         const sessions = await stack.sql('bus')<{ db: string; app: string; state: string; wait: string | null; query: string }[]>`
           select datname as db, application_name as app, state, wait_event as wait, left(query, 80) as query from pg_stat_activity where datname is not null and pid <> pg_backend_pid() order by datname, app`;
         ctx.progress(`sessions when it gave up:\n${sessions.map((r) => `    ${r.db} ${r.app} ${r.state} ${r.wait ?? ''} ${r.query}`).join('\n')}`);
-        ctx.progress(`pending or parked ${await count(cases, 'event_outbox', OUTBOX_UNPUBLISHED)}, audited ${await count(audit, '(select distinct event_id from audit_log) d')}`);
+        ctx.progress(`pending ${await count(cases, 'event_outbox', 'published_at is null')}, audited ${await count(audit, '(select distinct event_id from audit_log) d')}`);
         throw error;
       });
       out.recoverMs = performance.now() - crashedAt;
@@ -129,8 +129,7 @@ function drainScenario(transport: 'postgres' | 'rabbitmq', downMs: number, fast:
       redThenGreen(out, watch.stop());
       const rows = await count(audit, 'audit_log');
       const distinct = await count(audit, '(select distinct event_id from audit_log) d');
-      // Not published: still queued, or parked (counted again on its own below).
-      out.equal('outbox rows still pending', await count(cases, 'event_outbox', OUTBOX_UNPUBLISHED), 0);
+      out.equal('outbox rows still pending', await count(cases, 'event_outbox', 'published_at is null'), 0);
       out.equal('outbox rows parked', await count(cases, 'event_outbox', 'parked_at is not null'), 0);
       out.equal('events audited', distinct, EVENTS);
       out.equal('inbox records of the audit consumer', await count(audit, 'event_inbox', `consumer = 'security.audit'`), EVENTS);
@@ -168,24 +167,16 @@ export const pgRestartPrune: FaultScenario = {
     const sql = stack.sql('cases');
     const aged = 30_000;
     const kept = 700;
-    // Published: inserted (the insert trigger queues them, ADR-078), then out of the queue as the
-    // drain would have taken them. The parked rows are never queued.
-    const [publishedIds] = await sql<{ lo: string | null; hi: string | null }[]>`
-      with ins as (
-        insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at)
-        select gen_random_uuid(), 'case', gen_random_uuid()::text, 'case.opened', '{}', now() - interval '40 days' + g * interval '10 ms'
-        from generate_series(1, ${aged}) g
-        returning id
-      )
-      select min(id)::text as lo, max(id)::text as hi from ins`;
-    await markPublished(sql, publishedIds!, aged);
+    await sql`
+      insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at)
+      select gen_random_uuid(), 'case', gen_random_uuid()::text, 'case.opened', '{}', t, t + interval '1 s'
+      from (select now() - interval '40 days' + g * interval '10 ms' as t from generate_series(1, ${aged}) g) x`;
     await sql`
       insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, parked_at, parked_reason)
       select gen_random_uuid(), 'case', gen_random_uuid()::text, 'case.opened', '{}', now() - interval '50 days', now(), 'max_attempts'
       from generate_series(1, ${kept}) g`;
-    // `pending`: the deleted row's id was still in the pending queue when it was deleted.
-    await auditDeletes(sql, 'event_outbox', ['id', 'parked_at'], { pending: OUTBOX_QUEUED_AT_DELETE });
-    const [held] = await sql.unsafe<{ id: string }[]>(`select id::text from event_outbox where ${OUTBOX_PUBLISHED} order by created_at offset 12500 limit 1`);
+    await auditDeletes(sql, 'event_outbox', ['id', 'published_at', 'parked_at']);
+    const [held] = await sql<{ id: string }[]>`select id::text from event_outbox where published_at is not null order by created_at offset 12500 limit 1`;
     const holder = await sql.reserve();
     await holder`begin`;
     await holder`select 1 from event_outbox where id = ${held!.id} for update`;
@@ -194,7 +185,7 @@ export const pgRestartPrune: FaultScenario = {
     await waitFor('a prune batch in flight', async () => (await waitingOnLock(sql, 'cases:prune')).length > 0, { timeoutMs: 60_000, intervalMs: 25 });
     const crashedAt = await crashAndRestart(ctx, server, 3000);
     holder.release();
-    await waitFor('every eligible row pruned after the restart', async () => (await count(sql, 'event_outbox', OUTBOX_PUBLISHED)) === 0, { timeoutMs: 120_000, intervalMs: 250 });
+    await waitFor('every eligible row pruned after the restart', async () => (await count(sql, 'event_outbox', 'published_at is not null')) === 0, { timeoutMs: 120_000, intervalMs: 250 });
     out.recoverMs = performance.now() - crashedAt;
     // The data recovered; readiness may follow a little later (the pool reconnects on its own schedule).
     await watch.green(READY_AGAIN_MS);
@@ -202,7 +193,7 @@ export const pgRestartPrune: FaultScenario = {
     const deleted = await count(sql, 'fault_deleted_event_outbox');
     out.equal('rows deleted', deleted, aged);
     out.equal('rows deleted twice', deleted - (await count(sql, '(select distinct id from fault_deleted_event_outbox) d')), 0);
-    out.equal('pending or parked rows deleted', await count(sql, 'fault_deleted_event_outbox', 'pending or parked_at is not null'), 0);
+    out.equal('pending or parked rows deleted', await count(sql, 'fault_deleted_event_outbox', 'published_at is null'), 0);
     const parked = await count(sql, 'event_outbox', 'parked_at is not null');
     out.equal('parked rows kept', parked, kept);
     await lockFree(out, sql, LOCK_KEYS.transportPrune, 'cases prune lock');

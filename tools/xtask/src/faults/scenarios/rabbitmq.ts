@@ -3,7 +3,7 @@
 // stopped and started. Publishers and consumers must reconnect by themselves; a publish whose
 // confirm never came stays pending and is sent again; what arrives twice is deduplicated by the
 // inbox, so every event is audited exactly once.
-import { count, OUTBOX_PUBLISHED, OUTBOX_UNPUBLISHED } from '../probes.ts';
+import { count } from '../probes.ts';
 import { Outcome, type FaultScenario, type ScenarioContext } from '../scenario.ts';
 import { sampleValue, type FaultService, type FaultStack } from '../stack.ts';
 import { sleep, waitFor } from '../wait.ts';
@@ -35,7 +35,7 @@ async function flow(ctx: ScenarioContext): Promise<Flow> {
 }
 
 async function published(flow: Flow): Promise<number> {
-  return count(flow.stack.sql('cases'), 'event_outbox', OUTBOX_PUBLISHED);
+  return count(flow.stack.sql('cases'), 'event_outbox', 'published_at is not null');
 }
 
 /** Everything published and audited; fills the outcome's counts. */
@@ -43,7 +43,7 @@ async function settle(out: Outcome, flow: Flow, since: number): Promise<void> {
   const audit = flow.stack.sql('security');
   await waitFor(
     'every event published and audited',
-    async () => (await count(flow.stack.sql('cases'), 'event_outbox', OUTBOX_UNPUBLISHED)) === 0 && (await count(audit, '(select distinct event_id from audit_log) d')) >= EVENTS,
+    async () => (await count(flow.stack.sql('cases'), 'event_outbox', 'published_at is null')) === 0 && (await count(audit, '(select distinct event_id from audit_log) d')) >= EVENTS,
     { timeoutMs: 240_000, intervalMs: 250 },
   );
   out.recoverMs = performance.now() - since;
