@@ -3,7 +3,7 @@ import pino, { type Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { POLL_INTERVAL_MS, PRUNE_EVERY_TICKS, pruneJitter } from './cadence.ts';
 import { Baton } from './internal/baton.ts';
-import { drainBatch, type BatchOutcome, type DrainContext, type DrainResult } from './internal/drain.ts';
+import { drainBatch, type BatchOutcome, type DrainContext, type DrainResult, type DrainTurns } from './internal/drain.ts';
 import { assertWindows, type RetentionWindows } from './internal/horizon.ts';
 import { sleep } from './internal/sleep.ts';
 import { mqMetrics, type MqMetrics } from './metrics.ts';
@@ -38,8 +38,8 @@ export interface OutboxWorkerOptions {
   readonly batchBytes?: number;
   /**
    * Batches in flight at once while draining a backlog; default 2. Claims and publish calls
-   * still go in id order (one batch's confirms and COMMIT overlap the next one's claim). The
-   * pool needs at least this many connections.
+   * still go in id order (one batch's message building overlaps the next one's claim, and its
+   * confirms and COMMIT the next ones'; ADR-078). The pool needs at least this many connections.
    */
   readonly drainLanes?: number;
   /** Sleep between ticks; default {@link POLL_INTERVAL_MS}. */
@@ -118,7 +118,7 @@ export class OutboxWorker {
     return this.backoffMs;
   }
 
-  private context(turn?: Baton): DrainContext {
+  private context(turn?: DrainTurns): DrainContext {
     return {
       sql: this.options.sql,
       transport: this.options.transport,
@@ -144,7 +144,7 @@ export class OutboxWorker {
    */
   async drain(signal?: AbortSignal): Promise<DrainResult> {
     const lanes = this.options.drainLanes ?? 2;
-    const turn = new Baton();
+    const turn: DrainTurns = { claim: new Baton(), publish: new Baton() };
     const total = { claimed: 0, published: 0, failed: 0, parked: 0, unavailable: 0 };
     let stop = false;
     let failure: { error: unknown } | undefined;

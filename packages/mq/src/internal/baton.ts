@@ -1,7 +1,8 @@
 /**
- * Turn-taking among concurrent drain lanes: a lane takes the baton before it claims and passes
- * it on once its publish has been handed to the transport. Claims (and so publish calls) happen
- * in id order, while one batch's confirms, UPDATE and COMMIT overlap the next batch's claim.
+ * Turn-taking among concurrent drain lanes, in the order the turns were asked for: a lane takes
+ * the claim baton before it claims, and queues for the publish baton before it passes the claim
+ * baton on (see DrainTurns). Claims, and so publish calls, happen in id order, while one batch's
+ * message building overlaps the next batch's claim, and its confirms and COMMIT the next ones'.
  */
 export class Baton {
   private tail: Promise<void> = Promise.resolve();

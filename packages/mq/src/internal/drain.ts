@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { retentionHeaders } from '../dedup-horizon.ts';
 import { assertEventFields, encodeEnvelope } from '../envelope.ts';
 import type { MqMetrics } from '../metrics.ts';
-import type { OutgoingMessage, Transport } from '../transport.ts';
+import type { OutgoingMessage, PublishOutcome, Transport } from '../transport.ts';
 import type { Baton } from './baton.ts';
 import { horizonSql, type RetentionWindows } from './horizon.ts';
 
@@ -33,8 +33,18 @@ export interface DrainContext {
   readonly batchBytes: number;
   readonly logger: Logger;
   readonly metrics: MqMetrics | undefined;
-  /** Shared by concurrent lanes: claims and publish calls go in turn (see Baton). */
-  readonly turn?: Baton;
+  /** Shared by concurrent lanes: claims, and publish calls, go in turn (see {@link DrainTurns}). */
+  readonly turn?: DrainTurns;
+}
+
+/**
+ * The two turns concurrent drain lanes take. A lane takes `claim` to claim, and before passing
+ * it on queues for `publish`, so publish calls go in claim order (that is, in id order). Between
+ * the two it turns its rows into messages, while the next lane's claim runs on the server.
+ */
+export interface DrainTurns {
+  readonly claim: Baton;
+  readonly publish: Baton;
 }
 
 /** One batch's counts, and whether its claim was full (it hit its row or byte limit): more may be due. */
@@ -66,7 +76,7 @@ interface ClaimedRow {
  * it is published again (at-least-once; inboxes dedupe).
  */
 export async function drainBatch(ctx: DrainContext): Promise<BatchOutcome> {
-  const release = ctx.turn ? await ctx.turn.take() : () => {};
+  const release = ctx.turn ? await ctx.turn.claim.take() : () => {};
   try {
     return await claimAndPublish(ctx, release);
   } finally {
@@ -88,52 +98,66 @@ async function claimAndPublish(ctx: DrainContext, release: () => void): Promise<
       return { result: { claimed: 0, published: 0, failed: 0, parked: 0, unavailable: 0 }, full: false };
     }
     const full = rows.length >= ctx.batchSize || Number(rows.at(-1)!.claimed_bytes) >= ctx.batchBytes;
+    // This batch's place among the publish calls, taken before the next lane may claim.
+    const publishTurn = ctx.turn?.publish.take();
+    release();
 
     const park: Array<{ id: string; reason: ParkReason; error: string }> = [];
     const sending: ClaimedRow[] = [];
     // Every consumer checks its inbox window against these (the fleet-wide dedup horizon).
     const headers = retentionHeaders(ctx.retention);
     const messages: OutgoingMessage[] = [];
-    for (const row of rows) {
-      if (row.past_horizon) {
-        // A replayed row whose consumers may have pruned their dedup records meanwhile (a long
-        // outage since the replay): delivering it could run side effects twice.
-        park.push({ id: row.id, reason: 'replay_past_horizon', error: 'replayed row is past the replay horizon at publish time; consumers may no longer deduplicate it' });
-        continue;
-      }
-      if (row.attempts >= ctx.maxAttempts) {
-        park.push({ id: row.id, reason: 'max_attempts', error: `${row.attempts} failed attempts (OUTBOX_MAX_ATTEMPTS=${ctx.maxAttempts})` });
-        continue;
-      }
-      try {
-        // Most events carry no headers of their own: no need to parse '{}' to check it.
-        assertEventFields({ eventId: row.event_id, aggregateType: row.aggregate_type, aggregateId: row.aggregate_id, eventType: row.event_type, headers: row.headers === '{}' ? {} : JSON.parse(row.headers) });
-      } catch (error) {
-        park.push({ id: row.id, reason: 'malformed', error: (error as Error).message });
-        continue;
-      }
-      sending.push(row);
-      messages.push({
-        eventId: row.event_id,
-        routingKey: row.event_type,
-        headers,
-        body: encodeEnvelope({
+    try {
+      for (const row of rows) {
+        if (row.past_horizon) {
+          // A replayed row whose consumers may have pruned their dedup records meanwhile (a long
+          // outage since the replay): delivering it could run side effects twice.
+          park.push({ id: row.id, reason: 'replay_past_horizon', error: 'replayed row is past the replay horizon at publish time; consumers may no longer deduplicate it' });
+          continue;
+        }
+        if (row.attempts >= ctx.maxAttempts) {
+          park.push({ id: row.id, reason: 'max_attempts', error: `${row.attempts} failed attempts (OUTBOX_MAX_ATTEMPTS=${ctx.maxAttempts})` });
+          continue;
+        }
+        try {
+          // Most events carry no headers of their own: no need to parse '{}' to check it.
+          assertEventFields({ eventId: row.event_id, aggregateType: row.aggregate_type, aggregateId: row.aggregate_id, eventType: row.event_type, headers: row.headers === '{}' ? {} : JSON.parse(row.headers) });
+        } catch (error) {
+          park.push({ id: row.id, reason: 'malformed', error: (error as Error).message });
+          continue;
+        }
+        sending.push(row);
+        messages.push({
           eventId: row.event_id,
-          eventType: row.event_type,
-          aggregateType: row.aggregate_type,
-          aggregateId: row.aggregate_id,
-          source: ctx.service,
-          occurredAt: row.created_at.toISOString(),
-          headersJson: row.headers,
-          payloadJson: row.payload,
-        }),
-      });
+          routingKey: row.event_type,
+          headers,
+          body: encodeEnvelope({
+            eventId: row.event_id,
+            eventType: row.event_type,
+            aggregateType: row.aggregate_type,
+            aggregateId: row.aggregate_id,
+            source: ctx.service,
+            occurredAt: row.created_at.toISOString(),
+            headersJson: row.headers,
+            payloadJson: row.payload,
+          }),
+        });
+      }
+    } catch (error) {
+      // Still take this batch's publish turn and pass it on, or every later batch waits forever.
+      if (publishTurn) (await publishTurn)();
+      throw error;
     }
 
-    const publishing = messages.length > 0 ? ctx.transport.publish(messages) : Promise.resolve([]);
-    // Handed to the transport (which sends concurrent calls in call order): the next lane may
-    // claim while this batch waits for its confirms.
-    release();
+    // Handed to the transport (which sends concurrent calls in call order) in claim order; the
+    // next batch's publish may follow while this one waits for its confirms.
+    const releasePublish = publishTurn ? await publishTurn : () => {};
+    let publishing: Promise<PublishOutcome[]>;
+    try {
+      publishing = messages.length > 0 ? ctx.transport.publish(messages) : Promise.resolve([]);
+    } finally {
+      releasePublish();
+    }
     const outcomes = await publishing;
     const published: string[] = [];
     const failed: Array<{ id: string; error: string }> = [];
