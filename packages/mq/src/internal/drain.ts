@@ -84,7 +84,75 @@ export async function drainBatch(ctx: DrainContext): Promise<BatchOutcome> {
   }
 }
 
-async function claimAndPublish(ctx: DrainContext, release: () => void): Promise<BatchOutcome> {
+interface PreparedBatch {
+  /** Rows not to publish: parked with their reason. */
+  readonly park: Array<{ id: string; reason: ParkReason; error: string }>;
+  /** The rows to publish, in the order of `messages`. */
+  readonly sending: ClaimedRow[];
+  readonly messages: OutgoingMessage[];
+}
+
+/** Park what must not go out (past the horizon, out of attempts, malformed); encode the rest. */
+function prepareBatch(rows: readonly ClaimedRow[], ctx: DrainContext): PreparedBatch {
+  const park: PreparedBatch['park'] = [];
+  const sending: ClaimedRow[] = [];
+  // Every consumer checks its inbox window against these (the fleet-wide dedup horizon).
+  const headers = retentionHeaders(ctx.retention);
+  const messages: OutgoingMessage[] = [];
+  for (const row of rows) {
+    if (row.past_horizon) {
+      // A replayed row whose consumers may have pruned their dedup records meanwhile (a long
+      // outage since the replay): delivering it could run side effects twice.
+      park.push({ id: row.id, reason: 'replay_past_horizon', error: 'replayed row is past the replay horizon at publish time; consumers may no longer deduplicate it' });
+      continue;
+    }
+    if (row.attempts >= ctx.maxAttempts) {
+      park.push({ id: row.id, reason: 'max_attempts', error: `${row.attempts} failed attempts (OUTBOX_MAX_ATTEMPTS=${ctx.maxAttempts})` });
+      continue;
+    }
+    try {
+      // Most events carry no headers of their own: no need to parse '{}' to check it.
+      assertEventFields({ eventId: row.event_id, aggregateType: row.aggregate_type, aggregateId: row.aggregate_id, eventType: row.event_type, headers: row.headers === '{}' ? {} : JSON.parse(row.headers) });
+    } catch (error) {
+      park.push({ id: row.id, reason: 'malformed', error: (error as Error).message });
+      continue;
+    }
+    sending.push(row);
+    messages.push({
+      eventId: row.event_id,
+      routingKey: row.event_type,
+      headers,
+      body: encodeEnvelope({
+        eventId: row.event_id,
+        eventType: row.event_type,
+        aggregateType: row.aggregate_type,
+        aggregateId: row.aggregate_id,
+        source: ctx.service,
+        occurredAt: row.created_at.toISOString(),
+        headersJson: row.headers,
+        payloadJson: row.payload,
+      }),
+    });
+  }
+  return { park, sending, messages };
+}
+
+/**
+ * Call `send` in `turn` (when lanes share turns) and pass the turn on as soon as it returns or
+ * throws: not when the promise it returned settles (a publish's confirms are not waited for).
+ */
+async function inTurn<T>(turn: Promise<() => void> | undefined, send: () => T | Promise<T>): Promise<T> {
+  const release = turn ? await turn : undefined;
+  let sent: T | Promise<T>;
+  try {
+    sent = send();
+  } finally {
+    release?.();
+  }
+  return sent;
+}
+
+async function claimAndPublish(ctx: DrainContext, releaseClaim: () => void): Promise<BatchOutcome> {
   return ctx.sql.begin(async (tx) => {
     // Losing a published_at stamp to a server crash only republishes the row (at-least-once;
     // inboxes dedupe), so this commit need not wait for its WAL flush. (Sent with the claim,
@@ -94,71 +162,25 @@ async function claimAndPublish(ctx: DrainContext, release: () => void): Promise<
     const claim = tx<ClaimedRow[]>`select * from event_outbox_claim(${ctx.batchSize}, ${ctx.batchBytes}, ${horizonSql(tx, ctx.retention)})`;
     const [, rows] = await Promise.all([asyncCommit, claim]);
     if (rows.length === 0) {
-      release();
+      releaseClaim();
       return { result: { claimed: 0, published: 0, failed: 0, parked: 0, unavailable: 0 }, full: false };
     }
     const full = rows.length >= ctx.batchSize || Number(rows.at(-1)!.claimed_bytes) >= ctx.batchBytes;
-    // This batch's place among the publish calls, taken before the next lane may claim.
+    // This batch's place among the publish calls, taken before the next lane may claim: its
+    // messages are built while that lane's claim runs, and handed to the transport (which sends
+    // concurrent calls in call order) in claim order.
     const publishTurn = ctx.turn?.publish.take();
-    release();
-
-    const park: Array<{ id: string; reason: ParkReason; error: string }> = [];
-    const sending: ClaimedRow[] = [];
-    // Every consumer checks its inbox window against these (the fleet-wide dedup horizon).
-    const headers = retentionHeaders(ctx.retention);
-    const messages: OutgoingMessage[] = [];
+    releaseClaim();
+    let prepared: PreparedBatch;
     try {
-      for (const row of rows) {
-        if (row.past_horizon) {
-          // A replayed row whose consumers may have pruned their dedup records meanwhile (a long
-          // outage since the replay): delivering it could run side effects twice.
-          park.push({ id: row.id, reason: 'replay_past_horizon', error: 'replayed row is past the replay horizon at publish time; consumers may no longer deduplicate it' });
-          continue;
-        }
-        if (row.attempts >= ctx.maxAttempts) {
-          park.push({ id: row.id, reason: 'max_attempts', error: `${row.attempts} failed attempts (OUTBOX_MAX_ATTEMPTS=${ctx.maxAttempts})` });
-          continue;
-        }
-        try {
-          // Most events carry no headers of their own: no need to parse '{}' to check it.
-          assertEventFields({ eventId: row.event_id, aggregateType: row.aggregate_type, aggregateId: row.aggregate_id, eventType: row.event_type, headers: row.headers === '{}' ? {} : JSON.parse(row.headers) });
-        } catch (error) {
-          park.push({ id: row.id, reason: 'malformed', error: (error as Error).message });
-          continue;
-        }
-        sending.push(row);
-        messages.push({
-          eventId: row.event_id,
-          routingKey: row.event_type,
-          headers,
-          body: encodeEnvelope({
-            eventId: row.event_id,
-            eventType: row.event_type,
-            aggregateType: row.aggregate_type,
-            aggregateId: row.aggregate_id,
-            source: ctx.service,
-            occurredAt: row.created_at.toISOString(),
-            headersJson: row.headers,
-            payloadJson: row.payload,
-          }),
-        });
-      }
+      prepared = prepareBatch(rows, ctx);
     } catch (error) {
-      // Still take this batch's publish turn and pass it on, or every later batch waits forever.
-      if (publishTurn) (await publishTurn)();
+      // Pass the turn on all the same, or every later batch waits forever.
+      await inTurn(publishTurn, () => undefined);
       throw error;
     }
-
-    // Handed to the transport (which sends concurrent calls in call order) in claim order; the
-    // next batch's publish may follow while this one waits for its confirms.
-    const releasePublish = publishTurn ? await publishTurn : () => {};
-    let publishing: Promise<PublishOutcome[]>;
-    try {
-      publishing = messages.length > 0 ? ctx.transport.publish(messages) : Promise.resolve([]);
-    } finally {
-      releasePublish();
-    }
-    const outcomes = await publishing;
+    const { park, sending, messages } = prepared;
+    const outcomes = await inTurn<PublishOutcome[]>(publishTurn, () => (messages.length > 0 ? ctx.transport.publish(messages) : []));
     const published: string[] = [];
     const failed: Array<{ id: string; error: string }> = [];
     let unavailable = 0;
