@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { compressSessionWal, LOCK_KEYS, withDedicatedSession, type Sql, type WalCompressionMethod } from '@craig/db';
+import { LOCK_KEYS, sessionWalCompressor, withDedicatedSession, type Sql, type WalCompressionMethod } from '@craig/db';
 import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { CleanupError } from './errors.ts';
@@ -109,7 +109,8 @@ export function createCleanupRunner(options: CleanupRunnerOptions): CleanupRunne
   let controller: AbortController | undefined;
   let loop: Promise<void> | undefined;
   let lastHistory = 0;
-  let walRefusalLogged = false;
+  // A refused `SET wal_compression` is warned about once per runner.
+  const compressWal = sessionWalCompressor('cleanup runner');
 
   async function runCycle(signal?: AbortSignal): Promise<CycleReport> {
     const report = { walCompression: undefined as string | undefined, skipped: false, steps: 0, jobsFinished: 0, cancelledExpired: 0, busy: 0, failed: 0, counts: { deleted: 0, moved: 0, alreadyAbsent: 0, retained: 0 } };
@@ -132,12 +133,8 @@ export function createCleanupRunner(options: CleanupRunnerOptions): CleanupRunne
         if (!(await session.tryAdvisoryLock(LOCK_KEYS.cleanupCoordinator))) return { ...report, skipped: true };
         // A step's WAL is mostly full-page images of the pages it deletes from; compressed, a
         // sync writer's commits wait behind less of it (ADR-069).
-        const wal = await compressSessionWal(session.sql, options.walCompression ?? 'lz4');
+        const wal = await compressWal(session.sql, options.walCompression ?? 'lz4', logger);
         report.walCompression = wal.setting;
-        if (wal.refused !== undefined && !walRefusalLogged) {
-          walRefusalLogged = true;
-          logger.warn({ reason: wal.refused }, 'cleanup runner: its session may not set wal_compression, so its steps write uncompressed full-page images (GRANT SET ON PARAMETER wal_compression TO <runtime role>; docs/adr/069-prune-wal-compression.md)');
-        }
         report.cancelledExpired = (await cancelExpiredJobs(session.sql)).length;
         const jobs = await session.sql<{ id: string; kind: string; steps_done: number }[]>`
           select id, kind, steps_done from cleanup_jobs where state = 'deleting' order by id`;

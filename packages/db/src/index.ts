@@ -21,6 +21,6 @@ export { ensureRuntimeRole, scramVerifier, assertRoleName, ROLE_NAME_PATTERN, ty
 /** What a set's runtime role may do; applied per database with everything else revoked. */
 export { applyRuntimeGrants, defineRuntimeGrants, mergeRuntimeGrants, type AppliedGrants, type RuntimeGrants, type TablePrivilege } from './runtime-grants.ts';
 /** A session's own full-page-image compression, for bulk deletes (ADR-069). */
-export { compressSessionWal, WAL_COMPRESSION_METHODS, walCompressionOf, type SessionWalCompression, type WalCompressionMethod } from './wal-compression.ts';
+export { compressSessionWal, sessionWalCompressor, WAL_COMPRESSION_METHODS, walCompressionOf, type SessionWalCompression, type WalCompressionMethod } from './wal-compression.ts';
 export { LOCK_KEYS, assertDistinctLockKeys, type LockName } from './locks.ts';
 export { classifyPgError, DbError, MigrationError, RuntimeRoleError, SessionLostError, type PgErrorClass, type PgErrorKind } from './errors.ts';

@@ -3,13 +3,14 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dropRoles, testDatabase, type TestDatabase } from '@craig/testkit';
+import type { Logger } from 'pino';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RuntimeRoleError } from './errors.ts';
 import { migrate, migrationTemplate, type MigrationSet } from './migrate.ts';
 import { applyRuntimeGrants, defineRuntimeGrants } from './runtime-grants.ts';
 import { ensureRuntimeRole } from './runtime-role.ts';
-import { compressSessionWal } from './wal-compression.ts';
+import { compressSessionWal, sessionWalCompressor } from './wal-compression.ts';
 
 // Roles are cluster-wide: each test names its own and drops it at the end (after the databases
 // that hold its grants).
@@ -110,6 +111,14 @@ describe('ensureRuntimeRole', () => {
       const outcome = await compressSessionWal(runtime, 'lz4');
       expect(outcome).toMatchObject({ setting: 'off', changed: false });
       expect(outcome.refused).toMatch(/permission denied to set parameter "wal_compression"/);
+      // A sweep's compressor says so once, naming the sweep; each compressor once.
+      const warnings: Array<{ reason: string; msg: string }> = [];
+      const logger = { warn: (fields: { reason: string }, msg: string) => void warnings.push({ ...fields, msg }) } as unknown as Logger;
+      const [first, second] = [sessionWalCompressor('first sweep'), sessionWalCompressor('second sweep')];
+      for (let cycle = 0; cycle < 3; cycle++) expect(await first(runtime, 'lz4', logger)).toMatchObject({ setting: 'off', changed: false, refused: outcome.refused });
+      expect(await second(runtime, 'lz4', logger)).toMatchObject({ setting: 'off', changed: false });
+      expect(warnings.map((w) => w.msg.split(':')[0])).toEqual(['first sweep', 'second sweep']);
+      expect(warnings[0]).toMatchObject({ reason: outcome.refused, msg: expect.stringContaining('GRANT SET ON PARAMETER wal_compression') });
       expect(await runtime`select 1 as one`).toEqual([{ one: 1 }]);
     } finally {
       await Promise.all([sql.end({ timeout: 1 }), runtime.end({ timeout: 1 })]);

@@ -4,6 +4,7 @@
 // writes them, so a sweep can compress its own WAL without changing the server's setting for
 // anyone else (ADR-069). It is a superuser parameter: the runtime role may set it only when
 // granted `SET ON PARAMETER wal_compression` (ensureRuntimeRole asks for it; PostgreSQL 15+).
+import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 
 /** The methods PostgreSQL 15 compresses full-page images with (lz4 and zstd only if built with them). */
@@ -45,4 +46,23 @@ export async function compressSessionWal(sql: Sql, method: WalCompressionMethod 
     throw error;
   }
   return { setting: set!.setting, changed: true };
+}
+
+/**
+ * {@link compressSessionWal} for a sweep that sets it on every cycle's session: the first
+ * refusal this compressor meets is warned about through the cycle's logger (`sweep` names what
+ * runs uncompressed, and the warning says how to grant it), later ones go unsaid, so a role
+ * without the privilege warns once per compressor (per process, where it is a module's), not
+ * once per cycle.
+ */
+export function sessionWalCompressor(sweep: string): (sql: Sql, method: WalCompressionMethod | false, logger: Logger) => Promise<SessionWalCompression> {
+  let warned = false;
+  return async (sql, method, logger) => {
+    const wal = await compressSessionWal(sql, method);
+    if (wal.refused !== undefined && !warned) {
+      warned = true;
+      logger.warn({ reason: wal.refused }, `${sweep}: its session may not set wal_compression, so it writes uncompressed full-page images (grant it as a superuser: GRANT SET ON PARAMETER wal_compression TO <runtime role>; docs/adr/069-prune-wal-compression.md)`);
+    }
+    return wal;
+  };
 }

@@ -144,7 +144,8 @@ export class OutboxWorker {
    */
   async drain(signal?: AbortSignal): Promise<DrainResult> {
     const lanes = this.options.drainLanes ?? 2;
-    const turn: DrainTurns = { claim: new Baton(), publish: new Baton() };
+    // One context for the whole drain: its lanes share the turns and everything else.
+    const context = this.context({ claim: new Baton(), publish: new Baton() });
     const total = { claimed: 0, published: 0, failed: 0, parked: 0, unavailable: 0 };
     let stop = false;
     let failure: { error: unknown } | undefined;
@@ -152,7 +153,7 @@ export class OutboxWorker {
       while (!stop && !signal?.aborted) {
         let batch: BatchOutcome;
         try {
-          batch = await drainBatch(this.context(turn));
+          batch = await drainBatch(context);
         } catch (error) {
           failure ??= { error };
           stop = true;

@@ -1,4 +1,4 @@
-import { compressSessionWal, LOCK_KEYS, withDedicatedSession, type Sql, type WalCompressionMethod } from '@craig/db';
+import { LOCK_KEYS, sessionWalCompressor, withDedicatedSession, type Sql, type WalCompressionMethod } from '@craig/db';
 import pino, { type Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { assertWindows, type RetentionWindows } from './internal/horizon.ts';
@@ -35,8 +35,8 @@ export function inboxPruneTarget(days: number): PruneTarget {
 /** How the sweep compresses its full-page images unless told otherwise (ADR-069). */
 export const DEFAULT_PRUNE_WAL_COMPRESSION: WalCompressionMethod = 'lz4';
 
-/** A refused `SET wal_compression` is logged once per process, not once per cycle. */
-let refusalLogged = false;
+/** Applies the sweep's `wal_compression`; a refusal is logged once per process, not once per cycle. */
+const compressPruneWal = sessionWalCompressor('event retention prune');
 
 export interface PruneCycleOptions {
   /** The service's database; the cycle opens a dedicated session on it for the advisory lock. */
@@ -135,12 +135,8 @@ export async function pruneTransportTables(options: PruneCycleOptions): Promise<
         await session.sql`set synchronous_commit = off`;
         // Most of a sweep's WAL is full-page images; compressed, it writes a fraction of the
         // WAL, which is what a concurrent writer's commits wait behind (ADR-069).
-        const wal = await compressSessionWal(session.sql, options.walCompression ?? DEFAULT_PRUNE_WAL_COMPRESSION);
+        const wal = await compressPruneWal(session.sql, options.walCompression ?? DEFAULT_PRUNE_WAL_COMPRESSION, logger);
         walCompression = wal.setting;
-        if (wal.refused !== undefined && !refusalLogged) {
-          refusalLogged = true;
-          logger.warn({ reason: wal.refused }, `event retention prune: its session may not set wal_compression, so it writes uncompressed full-page images (grant it as a superuser: GRANT SET ON PARAMETER wal_compression TO <runtime role>; docs/adr/069-prune-wal-compression.md)`);
-        }
         const latches = await readPruneLatches(session.sql);
         // ORDER IS LOAD-BEARING: outbox before inbox, never in one transaction. A cycle that
         // fails between the two leaves (outbox pruned, inbox kept): every dedup record still
