@@ -20,7 +20,10 @@ describe('pnpm xtask bench drain (small)', () => {
     const result = JSON.parse(await readFile(join(root, 'bench/results/drain.json'), 'utf8'));
     expect(result).toMatchObject({ suite: 'drain', rounds: 2, events: 3000, targets: { rabbitmq: 0.85, postgresBus: 0.8 } });
     for (const t of [result.rabbitmq, result.postgresBus]) {
-      expect(t.perRound.map((r: { first: string }) => r.first)).toEqual(['ours', 'baseline']);
+      expect(t.perRound.map((r: { round: number; first: string }) => [r.round, r.first])).toEqual([
+        [1, 'ours'],
+        [2, 'baseline'],
+      ]);
       expect(t.ratioSpread).toMatchObject({ n: 2, median: t.ratio });
       expect(t.ratio).toBeGreaterThan(0);
       expect(t.ours).toMatchObject({ batchSize: 500, lanes: 2 });
@@ -44,6 +47,8 @@ describe('pnpm xtask bench drain (small)', () => {
     expect(result.postgresBus.cpuBound.oursEventsPerSec).toBe(Math.round((result.machine.cores * 1_000_000) / cpu.ours.total));
     expect(result.postgresBus.cpuBound.ratio).toBeCloseTo(result.postgresBus.cpuBound.oursEventsPerSec / result.postgresBus.ceiling.eventsPerSec.median, 2);
     expect(out.text()).toMatch(/CPU ms per 1,000 events \(medians\): our drain [\d.]+ \(outbox sessions [\d.]+, bus session [\d.]+, Node [\d.]+\); bare INSERT [\d.]+/);
+    // Each transport's warm-up round ran both contenders first and is not among the rounds.
+    expect(err.text().match(/(rabbitmq|postgres bus) warm-up round \(not counted\): ours \d+ ms, the bare ceiling \d+ ms/g)).toEqual([expect.stringContaining('rabbitmq'), expect.stringContaining('postgres bus')]);
     expect(result.load.before).toHaveLength(3);
     expect(out.text()).toContain('postgres bus: bare multi-row INSERT');
     // Two rounds on each transport, each on fresh copies: 22 s in a loaded CI run.

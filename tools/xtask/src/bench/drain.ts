@@ -150,6 +150,19 @@ function summarize(rounds: readonly Round[]) {
   };
 }
 
+/**
+ * Round 0, not counted: each contender once, ours first. The first run of each pays what its
+ * long-lived sessions pay once (a new backend's page faults on the shared buffers it touches,
+ * first plans, the transport's channel: ADR-074), which a service's pool paid long before. In
+ * round 1 it cost the bare INSERT 28–34 ms of CPU per 1,000 events against 19–23 after
+ * (docs/benchmarks.md), and the rounds would charge it to whichever ran first.
+ */
+async function warmUp(drain: () => Promise<number>, bare: () => Promise<number>, log: (l: string) => void, transport: string): Promise<void> {
+  const ours = await drain();
+  const ceiling = await bare();
+  log(`${transport} warm-up round (not counted): ours ${Math.round(ours)} ms, the bare ceiling ${Math.round(ceiling)} ms`);
+}
+
 /** One round: both contenders on one fresh copy of the pending outbox (ours first in odd rounds). */
 async function round(n: number, bare: () => Promise<number>, drain: () => Promise<number>, events: number): Promise<Round> {
   let oursMs: number;
@@ -182,7 +195,7 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
     const outbox = await pendingOutbox(events, lanes);
     const { db, messages } = outbox;
     try {
-      for (let n = 1; n <= rounds; n++) {
+      for (let n = 0; n <= rounds; n++) {
         const bare = async (headers = true) => {
           await settle(db);
           const confirm = await conn.createConfirmChannel();
@@ -201,6 +214,10 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
           await admin.purgeQueue(sink);
           return r.ms;
         };
+        if (n === 0) {
+          await warmUp(drain, bare, log, 'rabbitmq');
+          continue;
+        }
         const measured = await round(n, bare, drain, events);
         const r = { ...measured, bareNoHeadersEventsPerSec: rate(events, await bare(false)) };
         log(`rabbitmq round ${n}/${rounds} (${r.first} first): ours ${r.oursEventsPerSec}/s, bare confirm loop ${r.ceilingEventsPerSec}/s, ratio ${r.ratio} (bare loop without headers ${r.bareNoHeadersEventsPerSec}/s)`);
@@ -244,7 +261,7 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
     try {
       // CPU ms per 1,000 events, rounded to 0.1.
       const per1000 = (ms: number) => Math.round((ms * 10_000) / events) / 10;
-      for (let n = 1; n <= rounds; n++) {
+      for (let n = 0; n <= rounds; n++) {
         let ceilingCpu: BareInsertCpu | undefined;
         let oursCpu: BusDrainCpu | undefined;
         const bare = async (headers = true) => {
@@ -276,6 +293,10 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
           await bus.sql`truncate bus_delivery_counts, bus_deliveries`;
           return r.ms;
         };
+        if (n === 0) {
+          await warmUp(drain, bare, log, 'postgres bus');
+          continue;
+        }
         const measured = await round(n, bare, drain, events);
         const r: Round = { ...measured, bareNoHeadersEventsPerSec: rate(events, await bare(false)), ...(oursCpu && ceilingCpu ? { cpuMsPer1000Events: { ours: oursCpu, ceiling: ceilingCpu } } : {}) };
         const cpu = r.cpuMsPer1000Events ? `; CPU ms per 1,000 events: ours ${r.cpuMsPer1000Events.ours.total}, bare ${r.cpuMsPer1000Events.ceiling.total}` : '';
