@@ -37,6 +37,26 @@ describe("the benchmarks' backend CPU reading", () => {
     }
   });
 
+  it("counts each backend's minor page faults: a sort that fills 64 MB of new memory takes thousands, an idle backend none", async () => {
+    const sorting = createClient(db.url, { service: 'bench-faults-sort', max: 1 });
+    const idle = createClient(db.url, { service: 'bench-faults-idle', max: 1 });
+    try {
+      await Promise.all([sorting`select 1`, idle`select 1`]);
+      const used = await withCpu(db.sql, ['bench-faults-sort', 'bench-faults-idle'], () =>
+        sorting.begin(async (tx) => {
+          await tx`set local work_mem = '64MB'`;
+          // A million rows sorted in memory: tens of megabytes the backend maps page by page.
+          await tx`select count(*) from (select g from generate_series(1, 1000000) g order by g desc) s`;
+        }),
+      );
+      // 4 KiB pages: 16,384 in 64 MB; the sort touches well over a quarter of that.
+      expect(used.backendFaults!['bench-faults-sort']).toBeGreaterThan(4000);
+      expect(used.backendFaults!['bench-faults-idle']).toBeLessThanOrEqual(50);
+    } finally {
+      await Promise.all([sorting.end(), idle.end()]);
+    }
+  });
+
   it('counts a backend that started during the work from zero', async () => {
     const late = createClient(db.url, { service: 'bench-cpu-late', max: 1 });
     try {

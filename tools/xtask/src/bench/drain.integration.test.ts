@@ -49,6 +49,18 @@ describe('pnpm xtask bench drain (small)', () => {
     expect(out.text()).toMatch(/CPU ms per 1,000 events \(medians\): our drain [\d.]+ \(outbox sessions [\d.]+, bus session [\d.]+, Node [\d.]+\); bare INSERT [\d.]+/);
     // Each transport's warm-up round ran both contenders first and is not among the rounds.
     expect(err.text().match(/(rabbitmq|postgres bus) warm-up round \(not counted\): ours \d+ ms, the bare ceiling \d+ ms/g)).toEqual([expect.stringContaining('rabbitmq'), expect.stringContaining('postgres bus')]);
+    // …and its rates are in the JSON, beside the rounds, as the log gave its times.
+    for (const [t, name] of [[result.rabbitmq, 'rabbitmq'], [result.postgresBus, 'postgres bus']] as const) {
+      const [, oursMs, bareMs] = new RegExp(`${name} warm-up round \\(not counted\\): ours (\\d+) ms, the bare ceiling (\\d+) ms`).exec(err.text())!;
+      // The log rounds to whole ms: within 2 %.
+      expect(Math.abs((t.warmUpRound.oursEventsPerSec * Number(oursMs)) / 3_000_000 - 1)).toBeLessThan(0.02);
+      expect(Math.abs((t.warmUpRound.ceilingEventsPerSec * Number(bareMs)) / 3_000_000 - 1)).toBeLessThan(0.02);
+    }
+    // The backends' minor page faults: the warm-up's backends are new, so they map memory.
+    expect(result.postgresBus.warmUpRound.cpuMsPer1000Events.ours.backendPageFaults).toBeGreaterThan(0);
+    expect(result.postgresBus.warmUpRound.cpuMsPer1000Events.ceiling.backendPageFaults).toBeGreaterThan(0);
+    expect(cpu.ours.backendPageFaults).toBeGreaterThanOrEqual(0);
+    expect(out.text()).toMatch(/backend page faults per 1,000 events \(medians\): our drain's [\d.]+, the bare INSERT's [\d.]+/);
     expect(result.load.before).toHaveLength(3);
     expect(out.text()).toContain('postgres bus: bare multi-row INSERT');
     // Two rounds on each transport, each on fresh copies: 22 s in a loaded CI run.

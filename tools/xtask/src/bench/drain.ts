@@ -123,19 +123,25 @@ interface Round {
   readonly cpuMsPer1000Events?: { readonly ours: BusDrainCpu; readonly ceiling: BareInsertCpu };
 }
 
-/** Our drain's CPU into the bus: its outbox sessions (claim, stamp, commit), the transport's bus session (the INSERT) and Node. */
+/**
+ * Our drain's CPU into the bus: its outbox sessions (claim, stamp, commit), the transport's bus
+ * session (the INSERT) and Node; and the minor page faults of those backends (per 1,000 events
+ * too: a backend's first touch of a shared buffer it had not mapped, ADR-074).
+ */
 interface BusDrainCpu {
   readonly outboxSessions: number;
   readonly busSession: number;
   readonly node: number;
   readonly total: number;
+  readonly backendPageFaults: number;
 }
 
-/** The bare INSERT's CPU: its one session and Node (building and sending the rows). */
+/** The bare INSERT's CPU: its one session and Node (building and sending the rows); and its session's minor page faults. */
 interface BareInsertCpu {
   readonly session: number;
   readonly node: number;
   readonly total: number;
+  readonly backendPageFaults: number;
 }
 
 /** `application_name`s of the bus suite's sessions: our drain's outbox pool, the transport's publish session, the bare INSERT's. */
@@ -157,10 +163,18 @@ function summarize(rounds: readonly Round[]) {
  * round 1 it cost the bare INSERT 28–34 ms of CPU per 1,000 events against 19–23 after
  * (docs/benchmarks.md), and the rounds would charge it to whichever ran first.
  */
-async function warmUp(drain: () => Promise<number>, bare: () => Promise<number>, log: (l: string) => void, transport: string): Promise<void> {
+async function warmUp(drain: () => Promise<number>, bare: () => Promise<number>, log: (l: string) => void, transport: string, events: number): Promise<WarmUpRound> {
   const ours = await drain();
   const ceiling = await bare();
   log(`${transport} warm-up round (not counted): ours ${Math.round(ours)} ms, the bare ceiling ${Math.round(ceiling)} ms`);
+  return { oursEventsPerSec: rate(events, ours), ceilingEventsPerSec: rate(events, ceiling) };
+}
+
+/** The warm-up round's figures, recorded beside the counted rounds and in no median. */
+interface WarmUpRound {
+  readonly oursEventsPerSec: number;
+  readonly ceilingEventsPerSec: number;
+  readonly cpuMsPer1000Events?: Round['cpuMsPer1000Events'];
 }
 
 /** One round: both contenders on one fresh copy of the pending outbox (ours first in odd rounds). */
@@ -192,6 +206,7 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
   const brokerVersion = String((conn.connection as unknown as { serverProperties?: { version?: string } }).serverProperties?.version ?? 'unknown');
   try {
     const results: Round[] = [];
+    let warmUpRound: WarmUpRound | undefined;
     const outbox = await pendingOutbox(events, lanes);
     const { db, messages } = outbox;
     try {
@@ -215,7 +230,7 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
           return r.ms;
         };
         if (n === 0) {
-          await warmUp(drain, bare, log, 'rabbitmq');
+          warmUpRound = await warmUp(drain, bare, log, 'rabbitmq', events);
           continue;
         }
         const measured = await round(n, bare, drain, events);
@@ -234,6 +249,7 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
       ratio: m.ratio.median,
       ratioSpread: m.ratio,
       perRound: results,
+      warmUpRound,
       brokerVersion,
     };
   } finally {
@@ -256,6 +272,7 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
   const insertSql = createClient(bus.url, { service: APPS.bare, max: 1 });
   try {
     const results: Round[] = [];
+    let warmUpRound: WarmUpRound | undefined;
     const outbox = await pendingOutbox(events, lanes);
     const { db, messages } = outbox;
     try {
@@ -277,16 +294,18 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
             return performance.now() - started;
           });
           const ms = used.value;
-          if (headers && used.backends) ceilingCpu = { session: per1000(used.backends[APPS.bare]!), node: per1000(used.nodeMs), total: per1000(used.backends[APPS.bare]! + used.nodeMs) };
+          if (headers && used.backends && used.backendFaults) {
+            ceilingCpu = { session: per1000(used.backends[APPS.bare]!), node: per1000(used.nodeMs), total: per1000(used.backends[APPS.bare]! + used.nodeMs), backendPageFaults: per1000(used.backendFaults[APPS.bare]!) };
+          }
           await bus.sql`truncate bus_delivery_counts, bus_deliveries`;
           return ms;
         };
         const drain = async () => {
           await outbox.restore();
-          const { value: r, nodeMs, backends } = await withCpu(bus.sql, [APPS.outbox, APPS.bus], () => drainAll(outbox, transport, batchSize, lanes));
-          if (backends) {
+          const { value: r, nodeMs, backends, backendFaults } = await withCpu(bus.sql, [APPS.outbox, APPS.bus], () => drainAll(outbox, transport, batchSize, lanes));
+          if (backends && backendFaults) {
             const [o, b] = [backends[APPS.outbox]!, backends[APPS.bus]!];
-            oursCpu = { outboxSessions: per1000(o), busSession: per1000(b), node: per1000(nodeMs), total: per1000(o + b + nodeMs) };
+            oursCpu = { outboxSessions: per1000(o), busSession: per1000(b), node: per1000(nodeMs), total: per1000(o + b + nodeMs), backendPageFaults: per1000(backendFaults[APPS.outbox]! + backendFaults[APPS.bus]!) };
           }
           const [{ n } = { n: 0 }] = await bus.sql<{ n: number }[]>`select count(*)::int as n from bus_deliveries`;
           if (n !== events) throw new Error(`bus holds ${n} deliveries, expected ${events}`);
@@ -294,12 +313,15 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
           return r.ms;
         };
         if (n === 0) {
-          await warmUp(drain, bare, log, 'postgres bus');
+          const w = await warmUp(drain, bare, log, 'postgres bus', events);
+          warmUpRound = { ...w, ...(oursCpu && ceilingCpu ? { cpuMsPer1000Events: { ours: oursCpu, ceiling: ceilingCpu } } : {}) };
+          if (oursCpu && ceilingCpu) log(`postgres bus warm-up round: CPU ms per 1,000 events: ours ${oursCpu.total}, bare ${ceilingCpu.total}; backend page faults per 1,000 events: ours ${oursCpu.backendPageFaults}, bare ${ceilingCpu.backendPageFaults}`);
           continue;
         }
         const measured = await round(n, bare, drain, events);
         const r: Round = { ...measured, bareNoHeadersEventsPerSec: rate(events, await bare(false)), ...(oursCpu && ceilingCpu ? { cpuMsPer1000Events: { ours: oursCpu, ceiling: ceilingCpu } } : {}) };
-        const cpu = r.cpuMsPer1000Events ? `; CPU ms per 1,000 events: ours ${r.cpuMsPer1000Events.ours.total}, bare ${r.cpuMsPer1000Events.ceiling.total}` : '';
+        const c = r.cpuMsPer1000Events;
+        const cpu = c ? `; CPU ms per 1,000 events: ours ${c.ours.total}, bare ${c.ceiling.total}; backend page faults per 1,000 events: ours ${c.ours.backendPageFaults}, bare ${c.ceiling.backendPageFaults}` : '';
         log(`postgres bus round ${n}/${rounds} (${r.first} first): ours ${r.oursEventsPerSec}/s, bare INSERT ${r.ceilingEventsPerSec}/s, ratio ${r.ratio} (bare INSERT with empty headers ${r.bareNoHeadersEventsPerSec}/s)${cpu}`);
         results.push(r);
       }
@@ -315,6 +337,7 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
       ratio: m.ratio.median,
       ratioSpread: m.ratio,
       perRound: results,
+      warmUpRound,
     };
   } finally {
     await insertSql.end();
@@ -344,9 +367,9 @@ function cpuSummary(rounds: readonly Round[], ceilingEventsPerSec: number) {
       note: "the most our drain could reach with every core busy on it alone at its median CPU per event, and that against the bare INSERT's median rate: what no pipelining can beat on this machine",
     },
     cpuMsPer1000Events: {
-      ours: { outboxSessions: median((c) => c.ours.outboxSessions), busSession: median((c) => c.ours.busSession), node: median((c) => c.ours.node), total: median((c) => c.ours.total) },
-      ceiling: { session: median((c) => c.ceiling.session), node: median((c) => c.ceiling.node), total: median((c) => c.ceiling.total) },
-      note: "CPU (user + system) of each contender's processes while it ran, medians over rounds: our drain's outbox sessions (claim, stamp, commit), the bus transport's session (the INSERT) and Node; the bare INSERT's session and Node. Read from /proc, so only where PostgreSQL runs on this host",
+      ours: { outboxSessions: median((c) => c.ours.outboxSessions), busSession: median((c) => c.ours.busSession), node: median((c) => c.ours.node), total: median((c) => c.ours.total), backendPageFaults: median((c) => c.ours.backendPageFaults) },
+      ceiling: { session: median((c) => c.ceiling.session), node: median((c) => c.ceiling.node), total: median((c) => c.ceiling.total), backendPageFaults: median((c) => c.ceiling.backendPageFaults) },
+      note: "CPU (user + system) of each contender's processes while it ran, medians over rounds: our drain's outbox sessions (claim, stamp, commit), the bus transport's session (the INSERT) and Node; the bare INSERT's session and Node. backendPageFaults: the minor page faults of those backends, a count (not ms) per 1,000 events (ADR-074). Read from /proc, so only where PostgreSQL runs on this host",
     },
   };
 }
@@ -391,6 +414,7 @@ export const drainSuite: BenchSuite = {
     if (p?.cpuMsPer1000Events) {
       const { ours, ceiling } = p.cpuMsPer1000Events;
       writeLine(ctx.stdout, `  CPU ms per 1,000 events (medians): our drain ${ours.total} (outbox sessions ${ours.outboxSessions}, bus session ${ours.busSession}, Node ${ours.node}); bare INSERT ${ceiling.total} (its session ${ceiling.session}, Node ${ceiling.node})`);
+      writeLine(ctx.stdout, `  backend page faults per 1,000 events (medians): our drain's ${ours.backendPageFaults}, the bare INSERT's ${ceiling.backendPageFaults}`);
       if (p.cpuBound) writeLine(ctx.stdout, `  at that CPU cost, ${p.cpuBound.cores} cores busy on our drain alone give at most ${p.cpuBound.oursEventsPerSec} events/s: ${p.cpuBound.ratio} of the bare INSERT`);
     }
     writeLine(ctx.stdout, `load average before ${result.load.before.join(' ')}, after ${result.load.after.join(' ')}; ${result.wallSeconds} s`);
