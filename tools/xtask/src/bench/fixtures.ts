@@ -99,5 +99,11 @@ export function outboxWriter(url: string, table = 'event_outbox') {
       if (!writer) throw new Error('the writer was not started');
       return sampleStats(await writer.stop());
     },
+    /** Like `stop`, with the successful samples' latencies too (ms, in the order they ran). */
+    stopWithSamples: async () => {
+      if (!writer) throw new Error('the writer was not started');
+      const samples = await writer.stop();
+      return { stats: sampleStats(samples), samplesMs: samples.filter((s) => !s.failure).map((s) => s.ms) };
+    },
   };
 }
