@@ -53,6 +53,13 @@ describe('pnpm xtask bench peers (small)', () => {
       expect(pooled.writerP99Ms).toBeLessThanOrEqual(Math.max(...runs.map((r) => r.writer.maxMs)) + 1e-9);
     }
     expect(result.oursVs.idInLoop.writerP99Pooled).toBeCloseTo(result.contenders.ours.pooled.writerP99Ms / result.contenders.idInLoop.pooled.writerP99Ms, 2);
+    // The verdict follows the figures it names.
+    expect(result.verdict).toEqual({
+      losesNoPendingRow: true,
+      fasterThanTheLoop: result.oursVs.idInLoop.throughput.median > 1,
+      gentlerOnTheWriterThanTheLoop: result.oursVs.idInLoop.writerP99Pooled < 1,
+    });
+    expect(out.text()).toMatch(/ours against the loop: loses no pending row; (faster|NOT faster); (a lower|NOT a lower) pooled writer p99/);
     expect(out.text()).toMatch(/writer p99 over every round's samples together \(pooled\): ours [\d.]+ ms of \d+/);
     expect(out.text()).toMatch(/ours \/ the id IN loop: throughput [\d.]+ \[[\d.]+–[\d.]+\], writer p99 [\d.]+ \[[\d.]+–[\d.]+\], pooled [\d.]+/);
   }, 180_000);

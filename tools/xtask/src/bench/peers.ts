@@ -202,6 +202,7 @@ export const peersSuite: BenchSuite = {
       writerP99: spread(rounds.map((r) => ratio(r.ours.writer.p99Ms, r[peer].writer.p99Ms))),
       writerP99Pooled: ratio(contendersOut.ours.pooled.writerP99Ms, contendersOut[peer].pooled.writerP99Ms),
     });
+    const oursVs = { idInLoop: vs('idInLoop'), pgTransactionalOutbox: vs('pgTransactionalOutbox') };
     const result = {
       ...record.finish(await machineInfo()),
       rowsTable: rows,
@@ -209,8 +210,14 @@ export const peersSuite: BenchSuite = {
       window: { processedDays: WINDOW_DAYS, peerAbandonedDays: PEER_ABANDONED_SECONDS / DAY, peerAllDays: PEER_ALL_SECONDS / DAY },
       contenders: contendersOut,
       // ours / peer per round: > 1 means ours is faster; writerP99 < 1 means ours disturbs the writer less.
-      oursVs: { idInLoop: vs('idInLoop'), pgTransactionalOutbox: vs('pgTransactionalOutbox') },
-      ratio: vs('idInLoop').throughput.median,
+      oursVs,
+      ratio: oursVs.idInLoop.throughput.median,
+      // What the issue asks of ours against the loop (ADR-079: writer p99s are compared pooled).
+      verdict: {
+        losesNoPendingRow: contendersOut.ours.pendingLost.max === 0,
+        fasterThanTheLoop: oursVs.idInLoop.throughput.median > 1,
+        gentlerOnTheWriterThanTheLoop: oursVs.idInLoop.writerP99Pooled < 1,
+      },
       perRound: rounds.map((r) => ({ round: r.round, order: r.order, ours: withoutSamples(r.ours), idInLoop: withoutSamples(r.idInLoop), pgTransactionalOutbox: withoutSamples(r.pgTransactionalOutbox) })),
       notes: [
         'pg-transactional-outbox deletes in one statement every message created more than 60 days ago (its messageCleanupAllInSec default), processed or not: the pending rows it loses.',
@@ -228,6 +235,8 @@ export const peersSuite: BenchSuite = {
     );
     writeLine(ctx.stdout, `\nwriter p99 over every round's samples together (pooled): ${(Object.keys(contendersOut) as Contender[]).map((c) => `${c} ${contendersOut[c].pooled.writerP99Ms} ms of ${contendersOut[c].pooled.writerSamples} (idle ${contendersOut[c].pooled.writerIdleP99Ms})`).join('; ')}`);
     writeLine(ctx.stdout, `ours / the id IN loop: throughput ${cell(result.oursVs.idInLoop.throughput)}, writer p99 ${cell(result.oursVs.idInLoop.writerP99)}, pooled ${result.oursVs.idInLoop.writerP99Pooled} (ours must be > 1 and < 1)`);
+    const v = result.verdict;
+    writeLine(ctx.stdout, `ours against the loop: ${v.losesNoPendingRow ? 'loses no pending row' : 'LOSES PENDING ROWS'}; ${v.fasterThanTheLoop ? 'faster' : 'NOT faster'}; ${v.gentlerOnTheWriterThanTheLoop ? 'a lower' : 'NOT a lower'} pooled writer p99`);
     writeLine(ctx.stdout, `ours / pg-transactional-outbox: throughput ${cell(result.oursVs.pgTransactionalOutbox.throughput)}, writer p99 ${cell(result.oursVs.pgTransactionalOutbox.writerP99)}, pooled ${result.oursVs.pgTransactionalOutbox.writerP99Pooled}`);
     writeLine(ctx.stdout, `load average before ${result.load.before.join(' ')}, after ${result.load.after.join(' ')}; ${result.wallSeconds} s`);
     for (const w of result.warnings) writeLine(ctx.stderr, `[bench peers] WARNING: ${w}`);
