@@ -41,6 +41,15 @@ describe('pnpm xtask bench cleanup (small)', () => {
     expect(result.wal.ceilingBytesPerItem).toMatchObject({ n: 2 });
     for (const r of result.perRound) expect([r.oursWalBytesPerItem, r.ceilingWalBytesPerItem].every(Number.isFinite)).toBe(true);
     expect(out.text()).toContain('stepped prune');
+    // Every round's samples of a kind together (ADR-079): the pooled p99 lies within the rounds' own.
+    const pooled = result.writer.pooled;
+    expect(pooled.samples.steps).toBeGreaterThan(0);
+    expect(pooled.samples.idleGaps).toBeGreaterThan(0);
+    const roundsP99 = result.perRound.map((r: { writerP99Ms: number }) => r.writerP99Ms);
+    expect(pooled.oursP99Ms).toBeGreaterThanOrEqual(Math.min(...roundsP99));
+    expect(pooled.oursP99Ms).toBeLessThanOrEqual(Math.max(...roundsP99));
+    expect(pooled.p99VsIdle).toBeCloseTo(pooled.oursP99Ms / pooled.idleP99Ms, 2);
+    expect(out.text()).toContain(`writer p99 vs idle, pooled over rounds: ${pooled.p99VsIdle} (target ≤ 1.5; median of rounds ${result.writer.p99VsIdle.median})`);
     // Two rounds build a template and four copies: well over the default 30 s on a loaded machine.
   }, 120_000);
 

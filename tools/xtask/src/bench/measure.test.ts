@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { latencyStats, percentile, rate, ratio, sampleStats, TimedProbe } from './measure.ts';
+import { latencyStats, percentile, pooledP99, rate, ratio, sampleStats, TimedProbe } from './measure.ts';
 
 describe('bench measurements', () => {
   it('nearest-rank percentiles', () => {
@@ -9,6 +10,25 @@ describe('bench measurements', () => {
     expect(percentile(values, 100)).toBe(100);
     expect(percentile([], 99)).toBe(0);
     expect(latencyStats([3, 1, 2])).toEqual({ count: 3, p50Ms: 2, p99Ms: 3, maxMs: 3, meanMs: 2 });
+  });
+
+  it("a p99 pooled over runs lies between the runs' own p99s (ADR-079)", () => {
+    const latency = fc.double({ min: 0, max: 1000, noNaN: true });
+    fc.assert(
+      fc.property(fc.array(fc.array(latency, { minLength: 1, maxLength: 700 }), { minLength: 1, maxLength: 6 }), (runs) => {
+        const each = runs.map((r) => latencyStats(r).p99Ms);
+        const pooled = pooledP99(runs);
+        expect(pooled).toBeGreaterThanOrEqual(Math.min(...each));
+        expect(pooled).toBeLessThanOrEqual(Math.max(...each));
+      }),
+      { numRuns: 300 },
+    );
+    // Two runs of different length: the pooled p99 is the 396th of all 400 samples, the long
+    // run's fifth slowest.
+    const short = Array.from({ length: 100 }, (_, i) => i + 1);
+    const long = Array.from({ length: 300 }, (_, i) => i + 0.5);
+    expect(pooledP99([short, long])).toBe(percentile([...short, ...long].sort((a, b) => a - b), 99));
+    expect(pooledP99([short, long])).toBe(295.5);
   });
 
   it('rates and ratios', () => {

@@ -29,6 +29,15 @@ export function latencyStats(samplesMs: readonly number[]): LatencyStats {
   };
 }
 
+/**
+ * The nearest-rank p99 of several runs' latencies taken together. A p99 of a few hundred samples
+ * is decided by its few slowest; over every round of a suite it rests on several times as many,
+ * and two contenders that ran for different times each count all of theirs (ADR-079).
+ */
+export function pooledP99(runs: ReadonlyArray<readonly number[]>): number {
+  return latencyStats(runs.flat()).p99Ms;
+}
+
 /** One operation of a probe: when it started (performance.now()), how long it took, or how it failed. */
 export interface TimedSample {
   readonly at: number;

@@ -44,13 +44,14 @@ describe('pnpm xtask bench peers (small)', () => {
       // The raw samples stay out of the JSON; their counts and percentiles are there.
       expect(ours).not.toHaveProperty('samplesMs');
     }
-    // The pooled p99 counts every round's samples, and is one of them.
+    // The pooled p99 counts every round's samples, and lies within the rounds' own p99s (at most
+    // 1 % of each round's samples is above its p99, so at most 1 % of all of them is above the largest).
     for (const c of ['ours', 'idInLoop', 'pgTransactionalOutbox'] as const) {
       const runs = result.perRound.map((r: Record<string, PeerRun>) => r[c]!) as PeerRun[];
       const pooled = result.contenders[c].pooled;
       expect(pooled.writerSamples).toBe(runs[0]!.writer.count + runs[1]!.writer.count);
       expect(pooled.writerP99Ms).toBeGreaterThanOrEqual(Math.min(...runs.map((r) => r.writer.p99Ms)) - 1e-9);
-      expect(pooled.writerP99Ms).toBeLessThanOrEqual(Math.max(...runs.map((r) => r.writer.maxMs)) + 1e-9);
+      expect(pooled.writerP99Ms).toBeLessThanOrEqual(Math.max(...runs.map((r) => r.writer.p99Ms)) + 1e-9);
     }
     expect(result.oursVs.idInLoop.writerP99Pooled).toBeCloseTo(result.contenders.ours.pooled.writerP99Ms / result.contenders.idInLoop.pooled.writerP99Ms, 2);
     // The verdict follows the figures it names.

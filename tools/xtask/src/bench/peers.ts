@@ -16,7 +16,7 @@ import pg from 'pg';
 import { runMessageCleanupOnce } from 'pg-transactional-outbox';
 import { UsageError, writeLine } from '../command.ts';
 import { outboxCopy, outboxWriter, warm } from './fixtures.ts';
-import { latencyStats, printTable, rate, ratio, writeResult, type LatencyStats } from './measure.ts';
+import { pooledP99, printTable, rate, ratio, writeResult, type LatencyStats } from './measure.ts';
 import { machineInfo, roundsOption, rotate, runRecord, spread, type Spread } from './rounds.ts';
 import type { BenchSuite } from './suite.ts';
 
@@ -61,11 +61,6 @@ async function pendingCount(db: TestDatabase, table: 'event_outbox' | 'outbox', 
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The nearest-rank p99 of every run's samples together. */
-function pooledP99(runs: ReadonlyArray<readonly number[]>): number {
-  return latencyStats(runs.flat()).p99Ms;
-}
 
 function withoutSamples({ samplesMs: _, ...run }: RunWithSamples): Run {
   return run;
