@@ -73,6 +73,7 @@ describe('RabbitMQ transport recovery', () => {
     const transport = await createRabbitMqTransport({ url: proxy.via(url), exchange, service: 'recover', publishTimeoutMs: 300 });
     const conn = await connect(url);
     const batch = (n: number) => Array.from({ length: n }, () => ({ eventId: randomUUID(), routingKey: 's.x', body: '{"x":1}' }));
+    let stopTrickle = () => {};
     try {
       const ch = await conn.createChannel();
       await ch.assertQueue(`${exchange}.stall`, { durable: true });
@@ -81,13 +82,16 @@ describe('RabbitMQ transport recovery', () => {
       // A broker that confirms slowly but steadily: what it sends back goes through one AMQP
       // frame's worth (a basic.ack is 21 bytes) every 200 ms, under the 300 ms timeout. The
       // broker acks 3,000 persisted messages in several frames (5 to 12 seen), so the whole
-      // batch takes longer than the timeout: a deadline for the batch would give it up.
+      // batch takes longer than the timeout: a deadline for the batch would give it up. (A
+      // tick's bytes that the broker has not sent yet go through when they come: a loaded CI
+      // broker sent its first ack after the first tick, and waiting for the second one, 400 ms
+      // in, gave the batch up.)
       proxy.hold();
-      const trickle = setInterval(() => proxy.release(21), 200);
+      stopTrickle = proxy.trickle(21, 200);
       const started = performance.now();
       const slow = await transport.publish(batch(3000));
       const slowMs = performance.now() - started;
-      clearInterval(trickle);
+      stopTrickle();
       expect(slow.filter((o) => o.ok)).toHaveLength(3000);
       expect(slowMs).toBeGreaterThan(300);
       // A broker that stops answering: the batch is given up after publishTimeoutMs, not hung.
@@ -101,6 +105,7 @@ describe('RabbitMQ transport recovery', () => {
       await eventually(async () => expect(await transport.publish(batch(1))).toEqual([{ ok: true }]), { timeoutMs: 10_000 });
     } finally {
       // A held connection could not close (its close waits for the broker's answer).
+      stopTrickle();
       proxy.flow();
       await conn.close();
       await transport.close({ graceMs: 0 });

@@ -11,6 +11,8 @@ export async function tcpProxy(targetHost: string, targetPort: number) {
   // Server-to-client bytes kept back while holding, in arrival order (a server that stalls).
   let holding = false;
   const held: Array<{ client: Socket; data: Buffer }> = [];
+  // While trickling: bytes that may still go through at once (at most one tick's worth).
+  let credit = 0;
   const server = createServer((client) => {
     if (down) return void client.destroy();
     const upstream = connect(targetPort, targetHost);
@@ -23,7 +25,11 @@ export async function tcpProxy(targetHost: string, targetPort: number) {
       });
     }
     client.pipe(upstream);
-    upstream.on('data', (data: Buffer) => (holding ? held.push({ client, data }) : client.write(data)));
+    upstream.on('data', (data: Buffer) => {
+      if (!holding) return void client.write(data);
+      held.push({ client, data });
+      if (credit > 0) credit -= release(credit);
+    });
   });
   const release = (bytes: number): number => {
     let sent = 0;
@@ -65,6 +71,21 @@ export async function tcpProxy(targetHost: string, targetPort: number) {
     },
     /** Let up to `bytes` of what was held through, in order, and keep holding; returns how many went. */
     release,
+    /**
+     * While holding, let `bytes` through every `everyMs`, like a link that slow. A tick's bytes
+     * not yet there go through as soon as they arrive (up to one tick's worth is kept), so a
+     * server slower than the tick does not lose its turn to the next one. Returns a stop function.
+     */
+    trickle(bytes: number, everyMs: number): () => void {
+      const timer = setInterval(() => {
+        credit = bytes;
+        credit -= release(credit);
+      }, everyMs);
+      return () => {
+        clearInterval(timer);
+        credit = 0;
+      };
+    },
     /** Let everything held through and stop holding. */
     flow(): void {
       release(Number.POSITIVE_INFINITY);
