@@ -95,12 +95,8 @@ export function outboxWriter(url: string, table = 'event_outbox') {
     start: async () => {
       writer = await startWriter({ kind: 'outbox', url, table });
     },
+    /** Ends the writer: its statistics, and its successful samples' latencies (ms, in the order they ran) for a p99 pooled over rounds. */
     stop: async () => {
-      if (!writer) throw new Error('the writer was not started');
-      return sampleStats(await writer.stop());
-    },
-    /** Like `stop`, with the successful samples' latencies too (ms, in the order they ran). */
-    stopWithSamples: async () => {
       if (!writer) throw new Error('the writer was not started');
       const samples = await writer.stop();
       return { stats: sampleStats(samples), samplesMs: samples.filter((s) => !s.failure).map((s) => s.ms) };

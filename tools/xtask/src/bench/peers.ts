@@ -95,13 +95,13 @@ async function runOne(rows: number, c: Contender, batch: number, idleSeconds: nu
     const idleProbe = outboxWriter(db.url, table);
     await idleProbe.start();
     await sleep(idleSeconds * 1000);
-    const idle = await idleProbe.stopWithSamples();
+    const idle = await idleProbe.stop();
     const probe = outboxWriter(db.url, table);
     await probe.start();
     const started = performance.now();
     const deleted = await clean(db, c, batch);
     const ms = performance.now() - started;
-    const w = await probe.stopWithSamples();
+    const w = await probe.stop();
     const pendingLost = pendingBefore - (await pendingCount(db, table, cutoff));
     return { ...expected, deleted, ms: Math.round(ms), rowsPerSec: rate(deleted, ms), pendingLost, writer: w.stats, writerIdle: idle.stats, samplesMs: { writer: w.samplesMs, idle: idle.samplesMs } };
   } finally {

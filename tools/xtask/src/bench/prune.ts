@@ -41,7 +41,7 @@ export async function timed(db: TestDatabase, withWriter: boolean, body: (batchM
   const started = performance.now();
   const deleted = await body(batchMs, batchRows);
   const ms = performance.now() - started;
-  const writer = await probe?.stopWithSamples();
+  const writer = await probe?.stop();
   return {
     deleted,
     ms: Math.round(ms),
@@ -198,7 +198,7 @@ export const pruneSuite: BenchSuite = {
             await warm(db.sql);
             await probe.start();
             await sleep(idleSeconds * 1000);
-            const idle = await probe.stopWithSamples();
+            const idle = await probe.stop();
             return { idle: idle.stats, idleLatencies: idle.samplesMs, run: await ours(db, batch, true, walCompression) };
           }),
         baseline: () => withCopy(rows, (db) => ceiling(db, true)),
@@ -249,6 +249,7 @@ export const pruneSuite: BenchSuite = {
       };
     });
 
+    const pooled = { ours: pooledP99(rounds.map((r) => r.ours.run.writerLatencies!)), idle: pooledP99(rounds.map((r) => r.ours.idleLatencies)) };
     const result = {
       ...record.finish(await machineInfo()),
       rowsTable: rows,
@@ -267,10 +268,10 @@ export const pruneSuite: BenchSuite = {
         oursP99VsIdle: spread(perRound.map((r) => r.writerP99VsIdle)),
         // Every round's samples of each kind together (ADR-079): what the target is judged on.
         pooled: {
-          idleP99Ms: pooledP99(rounds.map((r) => r.ours.idleLatencies)),
-          oursP99Ms: pooledP99(rounds.map((r) => r.ours.run.writerLatencies!)),
+          idleP99Ms: pooled.idle,
+          oursP99Ms: pooled.ours,
           ceilingP99Ms: pooledP99(rounds.map((r) => r.baseline.writerLatencies!)),
-          oursP99VsIdle: ratio(pooledP99(rounds.map((r) => r.ours.run.writerLatencies!)), pooledP99(rounds.map((r) => r.ours.idleLatencies))),
+          oursP99VsIdle: ratio(pooled.ours, pooled.idle),
           samples: { ours: rounds.reduce((n, r) => n + r.ours.run.writerLatencies!.length, 0), idle: rounds.reduce((n, r) => n + r.ours.idleLatencies.length, 0) },
         },
       },
