@@ -272,14 +272,13 @@ begin
   -- ledger row included, whatever the caller does next: a ledger row exists exactly when its
   -- rows were deleted.
   execute format(
-    'with d as (delete from public.%1$I as t using unnest($1, $2, $3) as a(c, k, x)
+    'delete from public.%1$I as t
+       using (select unnest($1) as c, unnest($2::%3$s[]) as k, unnest($3::xid[]) as x) as a
        where t.%2$I >= $7::%3$s and t.%2$I <= $8::%3$s
-         and t.ctid = a.c and t.%2$I = a.k::%3$s and t.xmin = a.x::xid and %4$s
-       returning 1)
-     select count(*)::int from d',
+         and t.ctid = a.c and t.%2$I = a.k and t.xmin = a.x and %4$s',
     r.table_name, r.key_column, v_key_type, v_predicate)
-  into v_exact
   using p_ctids, p_keys, p_xmins, v_values, (r.fixpoint->>'months')::integer, greatest(p_hot_window_days, r.hot_window_days), p_min_key, p_max_key;
+  get diagnostics v_exact = row_count;
   if v_exact <> p_row_count then
     raise exception using errcode = 'CRR01',
       message = format('archive batch %s of %s: the delete matched %s of %s archived rows', p_archive_id, p_table, v_exact, p_row_count),

@@ -107,6 +107,36 @@ describe('the prune gate', () => {
     expect(await hot()).toBe(2);
   });
 
+  it('deletes only rows that are exactly an archived (ctid, key, xmin) triple: any other triple refuses the whole batch', async () => {
+    await seed(3, 40);
+    const rows = await app<{ ctid: string; id: string; xmin: string }[]>`select ctid::text, id::text, xmin::text from audit_events order by id`;
+    const ctids = rows.map((r) => r.ctid);
+    const keys = rows.map((r) => r.id);
+    const xmins = rows.map((r) => r.xmin);
+    const refusal = async (p: Promise<unknown>) => {
+      const error = (await p.then(() => undefined, (e: unknown) => e)) as { code?: string; detail?: string } | undefined;
+      expect(error?.code).toBe('CRR01');
+      return JSON.parse(error!.detail!) as unknown;
+    };
+    // The first two rows' keys swapped: each slot and xmin is real, neither key is its row's.
+    const swapped = [keys[1]!, keys[0]!, keys[2]!];
+    expect(await refusal(gate(app, 'audit_events', ctids, swapped, xmins, 30))).toEqual({ code: 'archive_count_mismatch', archived: 3, deleted: 1, exact: 1 });
+    // One xmin that is not the row's version.
+    expect(await refusal(gate(app, 'audit_events', ctids, keys, [xmins[0]!, xmins[1]!, '2'], 30))).toEqual({ code: 'archive_count_mismatch', archived: 3, deleted: 2, exact: 2 });
+    // The first row's slot named for the second row.
+    expect(await refusal(gate(app, 'audit_events', [ctids[0]!, ctids[0]!, ctids[2]!], keys, xmins, 30))).toEqual({ code: 'archive_count_mismatch', archived: 3, deleted: 2, exact: 2 });
+    // One triple twice, to make two rows of one: the row is deleted once and counted once.
+    expect(await refusal(gate(app, 'audit_events', [ctids[0]!, ctids[0]!], [keys[0]!, keys[0]!], [xmins[0]!, xmins[0]!], 30))).toEqual({ code: 'archive_count_mismatch', archived: 2, deleted: 1, exact: 1 });
+    // A key that is not the key column's type at all.
+    expect(await sqlstate(gate(app, 'audit_events', ctids, [keys[0]!, 'x', keys[2]!], xmins, 30))).toBe('22P02');
+    // Every refusal undid its statement, ledger row included.
+    expect(await hot()).toBe(3);
+    expect(await readLedger(db.sql, { table: 'audit_events' })).toEqual([]);
+    const [done] = await gate(app, 'audit_events', ctids, keys, xmins, 30);
+    expect(done).toEqual({ deleted: 3, exact: 3 });
+    expect(await hot()).toBe(0);
+  });
+
   it('the engine refuses a spec the gate would prune differently', async () => {
     const other = createArchiveEngine({ service: 'lab', databaseUrl: appUrl, store, specs: [defineArchiveSpec({ ...audit, timestampColumn: 'occurred_at', fixpoint: fixpoints.terminalStatus('actor', ['x']) })], hotWindowDays: 30, prefix: 'archive' });
     const differs = await rejection(other.check());

@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { createGzip } from 'node:zlib';
 import { createClient, migrationTemplate } from '@craig/db';
@@ -13,6 +14,7 @@ import { s3, testDatabase, type S3TestServer, type TestDatabase } from '@craig/t
 import type { Sql } from 'postgres';
 import type { CommandContext } from '../command.ts';
 import { formatBytes } from '../progress.ts';
+import { backendCpu, cpuBetween, machineBusyBetween, machineCpu } from './backend-cpu.ts';
 import { printTable, rate, ratio, writeResult } from './measure.ts';
 import { alternate, machineInfo, roundsOption, runRecord, spread } from './rounds.ts';
 import type { BenchSuite } from './suite.ts';
@@ -20,14 +22,17 @@ import type { BenchSuite } from './suite.ts';
 export const archiveSuite: BenchSuite = {
   name: 'archive',
   summary: 'archive-then-prune of aged audit rows vs COPY→gzip→one PUT + one DELETE of the same rows, alternating rounds, with a phase profile',
-  options: ['rows', 'batch', 'gzip-level', 'rounds'],
+  options: ['rows', 'batch', 'object-mib', 'gzip-level', 'rounds'],
   async run(ctx, options) {
     const rows = positiveInt(options.get('rows') ?? '500000', 'rows');
     const batchSize = options.get('batch') === undefined ? undefined : positiveInt(options.get('batch')!, 'batch');
+    // The engine's object byte bound (maxObjectBytes), MiB; its default otherwise.
+    const objectBytes = options.get('object-mib') === undefined ? undefined : positiveInt(options.get('object-mib')!, 'object-mib') * 1024 * 1024;
     const level = positiveInt(options.get('gzip-level') ?? String(DEFAULT_GZIP_LEVEL), 'gzip-level');
     const roundCount = roundsOption(options);
     const record = runRecord('archive', options, roundCount);
     const log = (line: string) => ctx.stderr.write(`[bench archive] ${line}\n`);
+    const cores = availableParallelism();
 
     const server = await s3({ process: 'child', conditional: true, bucket: 'bench-archive' });
     const db = await testDatabase({ template: migrationTemplate([RETENTION_MIGRATIONS]), prefix: 'bench_archive', max: 2 });
@@ -45,18 +50,18 @@ export const archiveSuite: BenchSuite = {
         {
           ours: async (round) => {
             await freshCopy(db.sql);
-            const r = await measureOurs(ctx, db, server, batchSize, level, round);
+            const r = await measureOurs(ctx, db, server, batchSize, objectBytes, level, round);
             if (r.rows !== rows) throw new Error(`the engine archived ${r.rows} of ${rows} rows`);
             return r;
           },
           baseline: async () => {
             await freshCopy(db.sql);
-            const r = await measureCeiling(db.url, store, level);
+            const r = await measureCeiling(db, store, level);
             if (r.rows !== rows) throw new Error(`the ceiling deleted ${r.rows} of ${rows} rows`);
             return r;
           },
         },
-        (r) => log(`round ${r.round}/${roundCount} (${r.first} first): ours ${rate(rows, r.ours.ms)} rows/s (engine CPU ${r.ours.cpuMs} ms, ${r.ours.objects} objects, peak RSS ${r.ours.peakRssMb} MB from ${r.ours.baselineRssMb}), ceiling ${rate(rows, r.baseline.ms)} rows/s, ratio ${ratio(rate(rows, r.ours.ms), rate(rows, r.baseline.ms))}`),
+        (r) => log(`round ${r.round}/${roundCount} (${r.first} first): ours ${rate(rows, r.ours.ms)} rows/s (engine CPU ${r.ours.cpuMs} ms, machine ${r.ours.machineBusyMs} of ${Math.round(r.ours.ms * cores)} ms, ${r.ours.objects} objects, peak RSS ${r.ours.peakRssMb} MB from ${r.ours.baselineRssMb}), ceiling ${rate(rows, r.baseline.ms)} rows/s (machine ${r.baseline.machineBusyMs} of ${Math.round(r.baseline.ms * cores)} ms), ratio ${ratio(rate(rows, r.ours.ms), rate(rows, r.baseline.ms))}`),
       );
       const perRound = rounds.map((r) => ({
         round: r.round,
@@ -70,7 +75,18 @@ export const archiveSuite: BenchSuite = {
         profile: r.ours.profile,
         ceilingCopyGzipPutMs: Math.round(r.baseline.copyMs),
         ceilingDeleteMs: Math.round(r.baseline.deleteMs),
+        // Where each contender's CPU went (ms; ADR-080): the machine is the bound when ours keeps
+        // both cores busy.
+        cpuMs: {
+          ours: { machine: r.ours.machineBusyMs, engine: r.ours.cpuMs, engineMain: r.ours.mainThreadCpuMs, readSession: r.ours.readSessionCpuMs, writeSessions: r.ours.writeSessionsCpuMs },
+          ceiling: { machine: r.baseline.machineBusyMs, node: r.baseline.nodeCpuMs, session: r.baseline.sessionCpuMs },
+          capacity: Math.round(r.ours.ms * cores),
+        },
       }));
+      const cpuSpread = (pick: (c: (typeof perRound)[number]['cpuMs']) => number | undefined) => {
+        const values = perRound.map((r) => pick(r.cpuMs)).filter((v) => v !== undefined);
+        return values.length === perRound.length ? spread(values) : undefined;
+      };
       const ratios = spread(perRound.map((r) => r.ratio));
       const mid = [...perRound].sort((a, b) => a.ratio - b.ratio)[Math.floor(perRound.length / 2)]!;
       const last = rounds.at(-1)!;
@@ -104,6 +120,12 @@ export const archiveSuite: BenchSuite = {
           deleteMs: spread(perRound.map((r) => r.ceilingDeleteMs)),
           archivedMb: round1(last.baseline.bytes / 1e6),
         },
+        cpuMs: {
+          ours: { machine: cpuSpread((c) => c.ours.machine), engine: cpuSpread((c) => c.ours.engine), engineMain: cpuSpread((c) => c.ours.engineMain), readSession: cpuSpread((c) => c.ours.readSession), writeSessions: cpuSpread((c) => c.ours.writeSessions) },
+          ceiling: { machine: cpuSpread((c) => c.ceiling.machine), node: cpuSpread((c) => c.ceiling.node), session: cpuSpread((c) => c.ceiling.session) },
+          // The share of the machine's CPU (cores × wall) that was busy while ours ran.
+          oursMachineShareBusy: cpuSpread((c) => (c.ours.machine === undefined ? undefined : c.ours.machine / c.capacity)),
+        },
         perRound,
         targets: { ratio: 0.8, peakRssMb: 200 },
       };
@@ -114,6 +136,13 @@ export const archiveSuite: BenchSuite = {
         ['ratio', cell(ratios)],
         ['engine peak RSS MB (max over rounds; before the run)', `${result.ours.peakRssMb} (${result.ours.baselineRssMb})`],
         ['objects written', `${result.ours.objects} (${formatBytes(last.ours.bytes)})`],
+      ]);
+      const c = result.cpuMs;
+      const ms = (x: { median: number } | undefined) => (x === undefined ? 'n/a' : String(x.median));
+      ctx.stdout.write('\nCPU over the run, ms (median over rounds):\n');
+      printTable(ctx.stdout, ['contender', 'machine', 'Node process (main thread)', 'database sessions'], [
+        ['ours', ms(c.ours.machine), `${ms(c.ours.engine)} (${ms(c.ours.engineMain)})`, `read ${ms(c.ours.readSession)}, lease ${ms(c.ours.writeSessions)}`],
+        ['ceiling', ms(c.ceiling.machine), ms(c.ceiling.node), ms(c.ceiling.session)],
       ]);
       const p = mid.profile;
       ctx.stdout.write(`\nprofile of the median round (${p.batches} batches, wall ${p.wallMs} ms; phases overlap):\n`);
@@ -172,14 +201,21 @@ interface OursResult {
   readonly ms: number;
   /** The engine process's CPU (all its threads) over the cycle. */
   readonly cpuMs: number;
+  /** Of which its main thread (the rest: zlib's threads and V8's collectors). */
+  readonly mainThreadCpuMs: number | undefined;
+  /** The engine's backends over the cycle: the read connection, and the lease session with any other of the engine's. */
+  readonly readSessionCpuMs: number | undefined;
+  readonly writeSessionsCpuMs: number | undefined;
+  /** The whole machine's busy CPU over the cycle (every process), ms; undefined off Linux. */
+  readonly machineBusyMs: number | undefined;
   readonly peakRssMb: number;
   readonly baselineRssMb: number;
   readonly profile: ReturnType<typeof summarizeProfile>;
 }
 
 /** One engine cycle in a child process (archive-engine-main.ts), so the peak RSS is the archiver's own. */
-async function measureOurs(ctx: CommandContext, db: TestDatabase, server: S3TestServer, batchSize: number | undefined, level: number, round: number): Promise<OursResult> {
-  const args = { url: db.url, store: { endpoint: server.endpoint, region: server.region, bucket: server.bucket, accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey }, batchSize, level, prefix: `bench/r${round}` };
+async function measureOurs(ctx: CommandContext, db: TestDatabase, server: S3TestServer, batchSize: number | undefined, maxObjectBytes: number | undefined, level: number, round: number): Promise<OursResult> {
+  const args = { url: db.url, store: { endpoint: server.endpoint, region: server.region, bucket: server.bucket, accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey }, batchSize, maxObjectBytes, level, prefix: `bench/r${round}` };
   // CRAIG_BENCH_CPU_PROF=<dir>: write the engine process's V8 CPU profile there (where its main
   // thread goes); CRAIG_BENCH_MEMORY=1: it prints its peak heap and ArrayBuffer bytes (stderr).
   const profile = process.env.CRAIG_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CRAIG_BENCH_CPU_PROF}`] : [];
@@ -188,9 +224,9 @@ async function measureOurs(ctx: CommandContext, db: TestDatabase, server: S3Test
   child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
   const [code] = (await once(child, 'exit')) as [number | null];
   if (code !== 0) throw new Error(`the archive engine process exited ${code}`);
-  const r = JSON.parse(out.trim().split('\n').at(-1)!) as { outcome: string; error?: { message: string }; rows: number; bytes: number; objects: number; ms: number; cpuMs: number; peakRssMb: number; baselineRssMb: number; profiles: BatchProfile[] };
+  const r = JSON.parse(out.trim().split('\n').at(-1)!) as { outcome: string; error?: { message: string }; rows: number; bytes: number; objects: number; ms: number; cpuMs: number; mainThreadCpuMs?: number; readSessionCpuMs?: number; writeSessionsCpuMs?: number; machineBusyMs?: number; peakRssMb: number; baselineRssMb: number; profiles: BatchProfile[] };
   if (r.outcome !== 'drained') throw new Error(`archive cycle ended ${r.outcome}: ${r.error?.message ?? ''}`);
-  return { rows: r.rows, bytes: r.bytes, objects: r.objects, ms: r.ms, cpuMs: r.cpuMs, peakRssMb: r.peakRssMb, baselineRssMb: r.baselineRssMb, profile: summarizeProfile(r.profiles, r.ms) };
+  return { rows: r.rows, bytes: r.bytes, objects: r.objects, ms: r.ms, cpuMs: r.cpuMs, mainThreadCpuMs: r.mainThreadCpuMs, readSessionCpuMs: r.readSessionCpuMs, writeSessionsCpuMs: r.writeSessionsCpuMs, machineBusyMs: r.machineBusyMs, peakRssMb: r.peakRssMb, baselineRssMb: r.baselineRssMb, profile: summarizeProfile(r.profiles, r.ms) };
 }
 
 const ENGINE_MAIN = fileURLToPath(new URL('./archive-engine-main.ts', import.meta.url));
@@ -214,15 +250,33 @@ function summarizeProfile(profiles: readonly BatchProfile[], wallMs: number) {
   };
 }
 
+const CEILING_SESSION = 'bench-archive-ceiling';
+
+interface CeilingResult {
+  readonly rows: number;
+  readonly bytes: number;
+  readonly ms: number;
+  readonly copyMs: number;
+  readonly deleteMs: number;
+  /** As {@link OursResult}: the whole machine, this (benchmark) process, the ceiling's session. */
+  readonly machineBusyMs: number | undefined;
+  readonly nodeCpuMs: number;
+  readonly sessionCpuMs: number | undefined;
+}
+
 /**
  * The ceiling, as a one-shot script does it: its own new session, COPY → gzip → one PUT, then
  * one DELETE on the same session. Its session is new in every round, as the engine's two are
  * (a backend's first pass over the shared buffers costs it a page fault per page: ADR-074), and
  * connecting is timed on both sides.
  */
-async function measureCeiling(url: string, store: ObjectStore, level: number): Promise<{ rows: number; bytes: number; ms: number; copyMs: number; deleteMs: number }> {
-  const sql = createClient(url, { service: 'bench-archive-ceiling', max: 1, statementTimeoutMs: 0 });
+async function measureCeiling(db: TestDatabase, store: ObjectStore, level: number): Promise<CeilingResult> {
+  const sql = createClient(db.url, { service: CEILING_SESSION, max: 1, statementTimeoutMs: 0 });
   try {
+    // Its session connects with the first statement: it counts from zero (ADR-080).
+    const sessionBefore = await backendCpu(db.sql, [CEILING_SESSION]);
+    const nodeBefore = process.cpuUsage();
+    const machineBefore = machineCpu();
     const started = performance.now();
     // COPY emits one chunk per row: coalesce into 1 MB buffers before zlib.
     const gz = createGzip({ level });
@@ -249,7 +303,11 @@ async function measureCeiling(url: string, store: ObjectStore, level: number): P
     const deleteStarted = performance.now();
     const deleted = await sql`delete from audit_log where occurred_at < now() - make_interval(days => 90)`;
     const deleteMs = performance.now() - deleteStarted;
-    return { rows: deleted.count, bytes: body.length, ms: performance.now() - started, copyMs, deleteMs };
+    const ms = performance.now() - started;
+    const machineBusyMs = machineBusyBetween(machineBefore, machineCpu());
+    const node = process.cpuUsage(nodeBefore);
+    const session = cpuBetween([CEILING_SESSION], sessionBefore, await backendCpu(db.sql, [CEILING_SESSION]));
+    return { rows: deleted.count, bytes: body.length, ms, copyMs, deleteMs, machineBusyMs, nodeCpuMs: Math.round((node.user + node.system) / 1000), sessionCpuMs: session?.[CEILING_SESSION] };
   } finally {
     await sql.end();
   }

@@ -1,7 +1,7 @@
 import { createClient } from '@craig/db';
 import { testDatabase, type TestDatabase } from '@craig/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backendCpu, withCpu } from './backend-cpu.ts';
+import { backendCpu, followBackends, machineBusyBetween, machineCpu, threadCpuMs, withCpu } from './backend-cpu.ts';
 
 describe("the benchmarks' backend CPU reading", () => {
   let db: TestDatabase;
@@ -64,6 +64,54 @@ describe("the benchmarks' backend CPU reading", () => {
       expect(used.backends!['bench-cpu-late']).toBeGreaterThanOrEqual(60);
     } finally {
       await late.end();
+    }
+  });
+
+  it('follows a session that opens and closes during the work, which withCpu misses', async () => {
+    const followed = await followBackends(db.sql, ['bench-cpu-brief', 'bench-cpu-absent'], 20);
+    const brief = createClient(db.url, { service: 'bench-cpu-brief', max: 1 });
+    try {
+      await brief`do $$ begin for i in 1..20000000 loop end loop; end $$`;
+      // The backend lives on, idle, until the client ends: give the follower readings of it.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    } finally {
+      await brief.end();
+    }
+    const used = await followed.stop();
+    expect(used!['bench-cpu-brief']).toBeGreaterThanOrEqual(60);
+    expect(used!['bench-cpu-absent']).toBe(0);
+  });
+
+  it("reads the machine's busy CPU and this thread's own: a loop in this thread raises both by about its length", async () => {
+    const machineBefore = machineCpu();
+    const threadBefore = threadCpuMs()!;
+    const started = performance.now();
+    let x = 0;
+    // A fixed amount of work (not a clock-bounded loop: see above).
+    for (let i = 0; i < 200_000_000; i++) x = (x + i) % 1_000_003;
+    const wall = performance.now() - started;
+    const thread = threadCpuMs()! - threadBefore;
+    const machine = machineBusyBetween(machineBefore, machineCpu())!;
+    expect(x).toBeGreaterThanOrEqual(0);
+    // Ticks of 10 ms; the thread ran at most the wall time, and the loop's fixed work took ~600 ms
+    // of CPU here (a sixth of that leaves room for a faster machine).
+    expect(thread).toBeLessThanOrEqual(wall + 20);
+    expect(thread).toBeGreaterThanOrEqual(100);
+    // The machine was at least as busy as this thread (every core counts).
+    expect(machine).toBeGreaterThanOrEqual(thread - 20);
+  });
+
+  it("reads another database's backends of the same name only when not asked for this database's", async () => {
+    const other = await testDatabase({ prefix: 'craig_bench_cpu_other' });
+    const here = createClient(db.url, { service: 'bench-cpu-named', max: 1 });
+    const there = createClient(other.url, { service: 'bench-cpu-named', max: 1 });
+    try {
+      const [[a], [b]] = await Promise.all([here<{ pid: number }[]>`select pg_backend_pid() as pid`, there<{ pid: number }[]>`select pg_backend_pid() as pid`]);
+      expect([...(await backendCpu(db.sql, ['bench-cpu-named']))!.keys()].sort()).toEqual([a!.pid, b!.pid].sort());
+      expect([...(await backendCpu(db.sql, ['bench-cpu-named'], true))!.keys()]).toEqual([a!.pid]);
+    } finally {
+      await Promise.all([here.end(), there.end()]);
+      await other.drop();
     }
   });
 });

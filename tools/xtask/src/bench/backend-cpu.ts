@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Sql } from '@craig/db';
 
@@ -16,21 +17,25 @@ export type BackendCpu = ReadonlyMap<number, { readonly app: string; readonly ms
 
 /**
  * The CPU the PostgreSQL backends serving `applications` have used so far: found in
- * `pg_stat_activity`, read from `/proc/<pid>/stat`. Undefined where that is not possible (the
- * server on another host, or not Linux), so a bench omits the figure instead of reporting a
- * wrong one. A backend's pid is only trusted when `/proc/<pid>/cmdline` names a PostgreSQL
- * process.
+ * `pg_stat_activity` (in any database, or with `thisDatabase` only in `sql`'s), read from
+ * `/proc/<pid>/stat`. Undefined where that is not possible (the server on another host, or not
+ * Linux), so a bench omits the figure instead of reporting a wrong one. A backend's pid is only
+ * trusted when `/proc/<pid>/cmdline` names a PostgreSQL process; one that ended between the
+ * query and the read is left out.
  */
-export async function backendCpu(sql: Sql, applications: readonly string[]): Promise<BackendCpu | undefined> {
+export async function backendCpu(sql: Sql, applications: readonly string[], thisDatabase = false): Promise<BackendCpu | undefined> {
   const rows = await sql<{ pid: number; app: string }[]>`
-    select pid, application_name as app from pg_stat_activity where application_name = any(${applications as string[]}::text[])`;
+    select pid, application_name as app from pg_stat_activity
+    where application_name = any(${applications as string[]}::text[]) ${thisDatabase ? sql`and datname = current_database()` : sql``}`;
   const cpu = new Map<number, { app: string; ms: number; faults: number }>();
   for (const { pid, app } of rows) {
     let stat: string;
     try {
       if (!(await readFile(`/proc/${pid}/cmdline`, 'utf8')).startsWith('postgres')) return undefined;
       stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    } catch {
+    } catch (error) {
+      // A backend that ended since the query is skipped; no /proc at all means no reading.
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && (await procExists())) continue;
       return undefined;
     }
     // Fields after the command name (which may hold spaces, in parentheses): minflt is the 10th
@@ -42,6 +47,15 @@ export async function backendCpu(sql: Sql, applications: readonly string[]): Pro
     cpu.set(pid, { app, ms: (ticks * 1000) / TICKS_PER_SECOND, faults });
   }
   return cpu;
+}
+
+async function procExists(): Promise<boolean> {
+  try {
+    await readFile('/proc/self/stat', 'utf8');
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -72,4 +86,73 @@ export async function withCpu<T>(
   const used = process.cpuUsage(node);
   const after = await backendCpu(sql, applications);
   return { value, nodeMs: (used.user + used.system) / 1000, backends: cpuBetween(applications, before, after), backendFaults: cpuBetween(applications, before, after, 'faults') };
+}
+
+/** The whole machine's CPU time so far (ms, every core): busy (user, nice, system, irq, softirq, steal) and idle (idle, iowait). */
+export function machineCpu(): { readonly busyMs: number; readonly idleMs: number } | undefined {
+  let line: string;
+  try {
+    line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!;
+  } catch {
+    return undefined;
+  }
+  // cpu  user nice system idle iowait irq softirq steal guest guest_nice (guest time is already in user).
+  const ticks = line.trim().split(/\s+/).slice(1, 9).map(Number);
+  if (ticks.length < 8 || !ticks.every(Number.isFinite)) return undefined;
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = ticks as [number, number, number, number, number, number, number, number];
+  const tick = 1000 / TICKS_PER_SECOND;
+  return { busyMs: (user + nice + system + irq + softirq + steal) * tick, idleMs: (idle + iowait) * tick };
+}
+
+/** The machine's busy CPU between two {@link machineCpu} readings, ms (undefined without both). */
+export function machineBusyBetween(before: ReturnType<typeof machineCpu>, after: ReturnType<typeof machineCpu>): number | undefined {
+  return before && after ? Math.round(after.busyMs - before.busyMs) : undefined;
+}
+
+/** The calling thread's own CPU so far (ms, user + system), from `/proc/thread-self/stat`; undefined off Linux. */
+export function threadCpuMs(): number | undefined {
+  try {
+    const stat = readFileSync('/proc/thread-self/stat', 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Follow the CPU of the backends serving `applications` in `sql`'s database while they live, for work whose
+ * sessions close before it returns (which {@link withCpu} would miss): every `everyMs`, and
+ * once more at `stop`, keep each backend's latest reading. `stop` returns what each
+ * application's backends used since the call (a backend that appeared meanwhile counts from
+ * zero), or undefined where {@link backendCpu} cannot read them. A backend's last `everyMs`
+ * before it ended is missed.
+ */
+export async function followBackends(sql: Sql, applications: readonly string[], everyMs = 100): Promise<{ stop(): Promise<Record<string, number> | undefined> }> {
+  const before = await backendCpu(sql, applications, true);
+  const last = new Map<number, { app: string; ms: number }>();
+  let readable = before !== undefined;
+  let running = true;
+  const read = async () => {
+    const cpu = await backendCpu(sql, applications, true);
+    if (!cpu) return void (readable = false);
+    for (const [pid, v] of cpu) last.set(pid, v);
+  };
+  const loop = (async () => {
+    while (running && readable) {
+      await new Promise<void>((resolve) => setTimeout(resolve, everyMs));
+      await read();
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      if (readable) await read();
+      if (!readable || !before) return undefined;
+      const used: Record<string, number> = Object.fromEntries(applications.map((a) => [a, 0]));
+      for (const [pid, v] of last) used[v.app] = (used[v.app] ?? 0) + v.ms - (before.get(pid)?.ms ?? 0);
+      return used;
+    },
+  };
 }
