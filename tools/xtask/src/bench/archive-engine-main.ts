@@ -20,7 +20,7 @@ interface Args {
   readonly prefix: string;
 }
 
-/** The engine's sessions by `application_name`: the read connection, and the lease session with its helpers (ADR-059). */
+/** The engine's backends by `application_name`: its read connection; its lease session (and that session's parallel workers, which carry its name). */
 const SESSIONS = { read: 'security:archive-read', write: 'security:archive' } as const;
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 const store = createObjectStore({ backend: 's3', ...args.store, forcePathStyle: true });

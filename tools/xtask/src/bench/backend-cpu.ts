@@ -121,9 +121,9 @@ export function threadCpuMs(): number | undefined {
 }
 
 /**
- * Follow the CPU of the backends serving `applications` in `sql`'s database while they live, for work whose
- * sessions close before it returns (which {@link withCpu} would miss): every `everyMs`, and
- * once more at `stop`, keep each backend's latest reading. `stop` returns what each
+ * Follow the CPU of the backends serving `applications` in `sql`'s database while they live,
+ * for work whose sessions close before it returns (which {@link withCpu} would miss): every
+ * `everyMs`, and once more at `stop`, keep each backend's latest reading. `stop` returns what each
  * application's backends used since the call (a backend that appeared meanwhile counts from
  * zero), or undefined where {@link backendCpu} cannot read them. A backend's last `everyMs`
  * before it ended is missed.
