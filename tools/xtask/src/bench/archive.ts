@@ -14,7 +14,7 @@ import { s3, testDatabase, type S3TestServer, type TestDatabase } from '@craig/t
 import type { Sql } from 'postgres';
 import type { CommandContext } from '../command.ts';
 import { formatBytes } from '../progress.ts';
-import { backendCpu, cpuBetween, machineBusyBetween, machineCpu } from './backend-cpu.ts';
+import { machineBusyBetween, machineCpu, withCpu } from './backend-cpu.ts';
 import { printTable, rate, ratio, writeResult } from './measure.ts';
 import { alternate, machineInfo, roundsOption, runRecord, spread } from './rounds.ts';
 import type { BenchSuite } from './suite.ts';
@@ -273,41 +273,39 @@ interface CeilingResult {
 async function measureCeiling(db: TestDatabase, store: ObjectStore, level: number): Promise<CeilingResult> {
   const sql = createClient(db.url, { service: CEILING_SESSION, max: 1, statementTimeoutMs: 0 });
   try {
-    // Its session connects with the first statement: it counts from zero (ADR-080).
-    const sessionBefore = await backendCpu(db.sql, [CEILING_SESSION]);
-    const nodeBefore = process.cpuUsage();
-    const machineBefore = machineCpu();
-    const started = performance.now();
-    // COPY emits one chunk per row: coalesce into 1 MB buffers before zlib.
-    const gz = createGzip({ level });
-    const compressed: Buffer[] = [];
-    gz.on('data', (c: Buffer) => compressed.push(c));
-    const copy = await sql`copy (select * from audit_log where occurred_at < now() - make_interval(days => 90) order by id) to stdout`.readable();
-    let pending: Buffer[] = [];
-    let pendingBytes = 0;
-    for await (const chunk of copy) {
-      pending.push(chunk as Buffer);
-      pendingBytes += (chunk as Buffer).length;
-      if (pendingBytes >= 1 << 20) {
-        if (!gz.write(Buffer.concat(pending))) await once(gz, 'drain');
-        pending = [];
-        pendingBytes = 0;
+    // Its session connects with the first statement: withCpu counts it from zero (ADR-080).
+    const { value, nodeMs, backends } = await withCpu(db.sql, [CEILING_SESSION], async () => {
+      const machineBefore = machineCpu();
+      const started = performance.now();
+      // COPY emits one chunk per row: coalesce into 1 MB buffers before zlib.
+      const gz = createGzip({ level });
+      const compressed: Buffer[] = [];
+      gz.on('data', (c: Buffer) => compressed.push(c));
+      const copy = await sql`copy (select * from audit_log where occurred_at < now() - make_interval(days => 90) order by id) to stdout`.readable();
+      let pending: Buffer[] = [];
+      let pendingBytes = 0;
+      for await (const chunk of copy) {
+        pending.push(chunk as Buffer);
+        pendingBytes += (chunk as Buffer).length;
+        if (pendingBytes >= 1 << 20) {
+          if (!gz.write(Buffer.concat(pending))) await once(gz, 'drain');
+          pending = [];
+          pendingBytes = 0;
+        }
       }
-    }
-    if (pending.length > 0) gz.write(Buffer.concat(pending));
-    gz.end();
-    await once(gz, 'end');
-    const body = Buffer.concat(compressed);
-    await store.putCreate(`bench/ceiling/${randomUUID()}.tsv.gz`, body);
-    const copyMs = performance.now() - started;
-    const deleteStarted = performance.now();
-    const deleted = await sql`delete from audit_log where occurred_at < now() - make_interval(days => 90)`;
-    const deleteMs = performance.now() - deleteStarted;
-    const ms = performance.now() - started;
-    const machineBusyMs = machineBusyBetween(machineBefore, machineCpu());
-    const node = process.cpuUsage(nodeBefore);
-    const session = cpuBetween([CEILING_SESSION], sessionBefore, await backendCpu(db.sql, [CEILING_SESSION]));
-    return { rows: deleted.count, bytes: body.length, ms, copyMs, deleteMs, machineBusyMs, nodeCpuMs: Math.round((node.user + node.system) / 1000), sessionCpuMs: session?.[CEILING_SESSION] };
+      if (pending.length > 0) gz.write(Buffer.concat(pending));
+      gz.end();
+      await once(gz, 'end');
+      const body = Buffer.concat(compressed);
+      await store.putCreate(`bench/ceiling/${randomUUID()}.tsv.gz`, body);
+      const copyMs = performance.now() - started;
+      const deleteStarted = performance.now();
+      const deleted = await sql`delete from audit_log where occurred_at < now() - make_interval(days => 90)`;
+      const deleteMs = performance.now() - deleteStarted;
+      const ms = performance.now() - started;
+      return { rows: deleted.count, bytes: body.length, ms, copyMs, deleteMs, machineBusyMs: machineBusyBetween(machineBefore, machineCpu()) };
+    });
+    return { ...value, nodeCpuMs: Math.round(nodeMs), sessionCpuMs: backends?.[CEILING_SESSION] };
   } finally {
     await sql.end();
   }
