@@ -31,7 +31,10 @@ export async function backendCpu(sql: Sql, applications: readonly string[], this
   for (const { pid, app } of rows) {
     let stat: string;
     try {
-      if (!(await readFile(`/proc/${pid}/cmdline`, 'utf8')).startsWith('postgres')) return undefined;
+      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
+      // An exiting process has an empty command line: it ended since the query, like ENOENT below.
+      if (cmdline === '') continue;
+      if (!cmdline.startsWith('postgres')) return undefined;
       stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     } catch (error) {
       // A backend that ended since the query is skipped; no /proc at all means no reading.
