@@ -220,11 +220,25 @@ describe('eligibility', () => {
     expect(() => engine({ specs: [shorter] })).toThrow(/hotWindowDays=7 would shorten the service's hot window of 30 days/);
   });
 
-  it('stops a table at the per-cycle cap and says so', async () => {
+  it('stops a table at the per-cycle cap and says so; what it left is counted overdue, and a drained table has none', async () => {
     await seed(250, 40);
-    const report = await engine({ maxRowsPerCycle: 120 }).runCycle();
+    // Eligible (past the 30-day window) but within the 48 h grace: archived, never overdue.
+    await seed(30, 31);
+    const registry = new Registry();
+    const overdue = async () => (await registry.getSingleMetric('archive_overdue_rows')!.get()).values.map((v) => v.value);
+    const report = await engine({ maxRowsPerCycle: 120, registry }).runCycle();
     expect(report.tables[0]).toMatchObject({ rows: 120, batches: 2, outcome: 'capped' });
-    expect(await hotCount()).toBe(130);
+    expect(await hotCount()).toBe(160);
+    // Keys in order: the cap took the oldest 120; 130 of the 40-day rows are left, all overdue.
+    expect(await overdue()).toEqual([130]);
+    const next = await engine({ maxRowsPerCycle: 140, registry }).runCycle();
+    expect(next.tables[0]).toMatchObject({ rows: 140, outcome: 'capped' });
+    expect(await overdue()).toEqual([0]);
+    expect(await hotCount()).toBe(20);
+    const last = await engine({ registry }).runCycle();
+    expect(last.tables[0]).toMatchObject({ rows: 20, outcome: 'drained' });
+    expect(await overdue()).toEqual([0]);
+    expect(await hotCount()).toBe(0);
   });
 });
 
