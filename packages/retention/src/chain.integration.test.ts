@@ -3,6 +3,7 @@
 import { retentionOverrun } from '@craig/mq';
 import type { ObjectStore } from '@craig/store';
 import type { TestDatabase } from '@craig/testkit';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fixtureDatabase, gatedEngine, rejection, s3, storeFor, type S3TestServer } from '../test/fixtures.ts';
 import type { ArchiveEngineOptions } from './engine.ts';
@@ -122,6 +123,27 @@ describe('a three-table FK chain', () => {
     expect((error as Error).message).toContain('has no guard');
     expect(await readLedger(db.sql)).toEqual([]);
     await expect(engine([handoffs, unguarded, runs]).check()).rejects.toThrow(/has no guard/);
+  });
+});
+
+describe('a table that guards itself', () => {
+  it('a row freed by a later batch of the same cycle is counted overdue (not skipped as drained), and the next cycle archives it', async () => {
+    await db.sql`create table if not exists threads (id bigint primary key, parent_id bigint references threads (id), created_at timestamptz not null)`;
+    await db.sql`truncate threads`;
+    // 1 ← 2 ← 3: a parent has a dependent until its child goes, and a child's key is after its parent's.
+    await db.sql`insert into threads (id, parent_id, created_at) values (1, null, now() - interval '2 years'), (2, 1, now() - interval '2 years'), (3, 2, now() - interval '2 years')`;
+    const threads = defineArchiveSpec({ table: 'threads', keyColumn: 'id', timestampColumn: 'created_at', fixpoint: fixpoints.insertOnly(), guards: [{ table: 'threads', column: 'parent_id' }], batchSize: 10 });
+    const registry = new Registry();
+    const cycle = async () => {
+      const report = await engine([threads], { registry }).runCycle();
+      const [gauge] = (await registry.getSingleMetric('archive_overdue_rows')!.get()).values;
+      const left = (await db.sql<{ id: string }[]>`select id from threads order by id`).map((r) => Number(r.id));
+      return [report.tables[0]!.rows, report.tables[0]!.outcome, gauge!.value, left];
+    };
+    // Each cycle takes the one row without a dependent; the parent it frees is behind the keyset.
+    expect(await cycle()).toEqual([1, 'drained', 1, [1, 2]]);
+    expect(await cycle()).toEqual([1, 'drained', 1, [1]]);
+    expect(await cycle()).toEqual([1, 'drained', 0, []]);
   });
 });
 

@@ -32,6 +32,6 @@ export function archiveMetrics(registry: Registry): ArchiveMetrics {
     bytes: counter(registry, 'archive_bytes_total', 'Bytes of archive objects (gzip NDJSON) whose rows were deleted.', ['table']),
     batches: counter(registry, 'archive_batches_total', 'Archive batches by outcome (archived, rolled_back, store_failed, failed, discarded).', ['table', 'outcome']),
     foreignObjects: counter(registry, 'archive_foreign_objects_total', 'Archive batches refused because their key already held a different object (ForeignObjectError): nothing written, nothing deleted.', ['table']),
-    overdueRows: gauge(registry, 'archive_overdue_rows', 'Archivable rows still hot past the hot window + 48 h grace, counted after each completed archive cycle (the <table>_archive_overrun invariant); 0, without a count, for a table the cycle drained.', ['table']),
+    overdueRows: gauge(registry, 'archive_overdue_rows', 'Archivable rows still hot past the hot window + 48 h grace, counted after each completed archive cycle (the <table>_archive_overrun invariant); 0, without a count, for a table the cycle drained (unless it guards itself).', ['table']),
   };
 }
