@@ -213,21 +213,21 @@ async function runCycle(ctx: EngineContext, signal: AbortSignal | undefined): Pr
         } finally {
           await read.end({ timeout: 5 });
         }
-        // A drained table has nothing overdue, and is not counted (ADR-081): its last select found
-        // no eligible row after its keys, every row selected before was deleted, and overdue rows
-        // (past the hot window + grace) are eligible ones. Counting would be the first read of
-        // every tuple the cycle just deleted: ~8 % of a 500 k-row cycle. A row that becomes
-        // eligible behind the keyset during the cycle is the next cycle's to archive. Except a
-        // table that guards itself: its own later batches free rows behind the keyset, so it is
-        // counted.
-        const drained = new Set(tables.filter((t) => t.outcome === 'drained').map((t) => t.table));
-        for (const spec of options.specs) if (spec.guards.some((g) => g.table === spec.table)) drained.delete(spec.table);
+        // A drained table has nothing overdue and is not counted (ADR-081): its last select found
+        // no eligible row after its keys, and every row selected before was deleted. Counting
+        // would be the first read of every tuple the cycle just deleted (~8 % of a 500 k-row
+        // cycle). A table that guards itself is counted: its later batches free rows behind the keyset.
+        const uncounted = new Set(
+          options.specs
+            .filter((spec) => !spec.guards.some((g) => g.table === spec.table) && tables.some((t) => t.table === spec.table && t.outcome === 'drained'))
+            .map((spec) => spec.table),
+        );
         // What is still overdue after the cycle (the invariant's count, on the engine's own
         // predicate): the "archive overrun" alert reads it. Not after an aborted cycle.
         const overdue: Record<string, number> = {};
         if (!session.signal.aborted) {
           for (const spec of archiveRetentionSpecs(options.specs, options.hotWindowDays)) {
-            const n = drained.has(spec.table) ? 0 : (await retentionOverrun(session.sql, spec)).overdueRows;
+            const n = uncounted.has(spec.table) ? 0 : (await retentionOverrun(session.sql, spec)).overdueRows;
             overdue[spec.table] = n;
             ctx.metrics.overdueRows.set({ table: spec.table }, n);
           }
