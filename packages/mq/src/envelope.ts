@@ -3,7 +3,7 @@ import { assertRoutingKey } from './internal/topic.ts';
 
 /** What a service stages: the event as its code sees it. */
 export interface EventInput {
-  /** A UUID; generated when absent. The dedup key of every consumer's inbox. */
+  /** A UUID; when absent, a time-ordered UUIDv7 is generated (ADR-082). The dedup key of every consumer's inbox. */
   readonly eventId?: string;
   readonly aggregateType: string;
   readonly aggregateId: string;

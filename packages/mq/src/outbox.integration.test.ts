@@ -2,7 +2,7 @@
 // stamped only after a confirm), parking, redrive, and a broker outage that must not burn
 // attempts. Against the PostgreSQL bus and, for the outage, RabbitMQ behind a TCP relay.
 import { randomUUID } from 'node:crypto';
-import { createClient, type Sql } from '@craig/db';
+import { createClient, isUuidv7, uuidv7Time, type Sql } from '@craig/db';
 import { eventually, rabbitmq, type TestDatabase } from '@craig/testkit';
 import { connect } from 'amqplib';
 import { Registry } from 'prom-client';
@@ -91,6 +91,23 @@ describe('stageEvent', () => {
     await bad({ eventId: id });
     await expect(bad({ eventId: id })).rejects.toMatchObject({ code: 'invalid_event', field: 'eventId', value: id });
     expect((await db.sql`select count(*)::int as n from event_outbox`)[0]!.n).toBe(1);
+  });
+
+  it('gives an event without an id a UUIDv7 that sorts in staging order, and keeps a caller id as it is', async () => {
+    const before = Date.now();
+    const first = await stage(3);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const second = await stage(3);
+    const own = randomUUID();
+    await pool.begin((tx) => stageEvent(tx, { eventId: own, aggregateType: 'case', aggregateId: 'x', eventType: 'case.opened', payload: {} }));
+    for (const id of [...first, ...second]) {
+      expect(isUuidv7(id), id).toBe(true);
+      expect(uuidv7Time(id)).toBeGreaterThanOrEqual(before);
+    }
+    // A later millisecond sorts after every id of an earlier one, in the index as in the text.
+    const later = await db.sql<{ event_id: string }[]>`select event_id::text from event_outbox where event_id > all(${first}::uuid[]) and event_id <> ${own}::uuid order by event_id`;
+    expect(later.map((r) => r.event_id).sort()).toEqual([...second].sort());
+    expect((await db.sql`select event_id::text from event_outbox where event_id = ${own}::uuid`)[0]!.event_id).toBe(own);
   });
 });
 

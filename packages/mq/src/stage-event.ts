@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import type { TransactionSql } from '@craig/db';
+import { uuidv7, type TransactionSql } from '@craig/db';
 import { assertEventFields, payloadJson, type EventInput } from './envelope.ts';
 import { InvalidEventError, PayloadTooLargeError } from './errors.ts';
 
@@ -26,7 +25,9 @@ export interface StagedEvent {
  */
 export async function stageEvent(tx: TransactionSql, event: EventInput, options: StageEventOptions = {}): Promise<StagedEvent> {
   const limit = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
-  const eventId = event.eventId ?? randomUUID();
+  // Time-ordered by default: the unique event_id index takes each new entry (and the drain's
+  // stamp, each new version's) next to the last one, not on a random leaf (ADR-082).
+  const eventId = event.eventId ?? uuidv7();
   const headers = event.headers ?? {};
   assertEventFields({ eventId, aggregateType: event.aggregateType, aggregateId: event.aggregateId, eventType: event.eventType, headers });
   const payload = payloadJson(event.payload);

@@ -1,23 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isUuidv7, uuidv7, uuidv7Time } from './archive-id.ts';
 import { archiveKey, archivePrefixOf } from './archive-key.ts';
-
-describe('archive ids', () => {
-  it('are UUIDv7: version 7, RFC variant, the creation millisecond up front', () => {
-    const id = uuidv7(1_700_000_000_123, new Uint8Array(10).fill(0xff));
-    expect(id).toBe('018bcfe5-687b-7fff-bfff-ffffffffffff');
-    expect(isUuidv7(id)).toBe(true);
-    expect(uuidv7Time(id)).toBe(1_700_000_000_123);
-    expect(isUuidv7('6ba7b810-9dad-11d1-80b4-00c04fd430c8')).toBe(false); // v1
-  });
-
-  it('are unique and sort by creation time', () => {
-    const ids = Array.from({ length: 1000 }, () => uuidv7());
-    expect(new Set(ids).size).toBe(1000);
-    expect(uuidv7(2_000) > uuidv7(1_000)).toBe(true);
-    expect(() => uuidv7(-1)).toThrow(RangeError);
-  });
-});
 
 describe('archive keys', () => {
   const id = '018bcfe5-687b-7fff-bfff-ffffffffffff';

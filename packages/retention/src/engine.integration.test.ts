@@ -1,11 +1,10 @@
-import { LOCK_KEYS, withDedicatedSession } from '@craig/db';
+import { isUuidv7, LOCK_KEYS, withDedicatedSession } from '@craig/db';
 import type { ObjectStore } from '@craig/store';
 import type { TestDatabase } from '@craig/testkit';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fixtureDatabase, gatedEngine, rejection, s3, storeFor, type S3TestServer } from '../test/fixtures.ts';
-import { isUuidv7 } from './archive-id.ts';
 import type { ArchiveEngineOptions } from './engine.ts';
 import { PurgeRefusedError } from './errors.ts';
 import { readArchiveObject, readLedger } from './fetch.ts';

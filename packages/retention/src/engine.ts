@@ -1,10 +1,9 @@
-import { LOCK_KEYS, sessionParameters, withDedicatedSession, type TransactionSql } from '@craig/db';
+import { LOCK_KEYS, sessionParameters, uuidv7, withDedicatedSession, type TransactionSql } from '@craig/db';
 import { retentionOverrun } from '@craig/mq';
 import type { ObjectStore } from '@craig/store';
 import pino, { type Logger } from 'pino';
 import postgres from 'postgres';
 import { Registry } from 'prom-client';
-import { uuidv7 } from './archive-id.ts';
 import { archiveKey } from './archive-key.ts';
 import { ArchiveSpecError, PurgeRefusedError, type PurgeRequest } from './errors.ts';
 import { CANONICAL_OUTPUT, type LedgerEntry } from './internal/batch-sql.ts';

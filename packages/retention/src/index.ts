@@ -61,7 +61,7 @@ export {
 /** Archive object keys: `<prefix>/<service>/<table>/<yyyy>/<mm>/<archive_id>.ndjson.gz`. */
 export { archiveKey, archivePrefixOf, type ArchiveKeyParts } from './archive-key.ts';
 /** UUIDv7 archive ids. */
-export { uuidv7, isUuidv7, uuidv7Time } from './archive-id.ts';
+export { uuidv7, isUuidv7, uuidv7Time } from '@craig/db';
 /** The package's errors, each with a stable `code`. */
 export {
   RetentionError,

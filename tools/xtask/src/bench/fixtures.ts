@@ -9,9 +9,9 @@ import { startWriter, type RemoteWriter } from './writer.ts';
  * A fresh copy of an `event_outbox` of `rows` rows laid out like a real one: ids and
  * `created_at` rise together (an append-only table); the first 95 % span the year before the
  * 30-day window and every 19th of those is still pending (so 90 % aged published, 5 % aged
- * pending, interleaved), the last 5 % are fresh. ~312-byte payloads. Built once per size as a
- * template (vacuumed and analyzed), then copied with CREATE DATABASE … TEMPLATE, so every run
- * starts from an identical table.
+ * pending, interleaved), the last 5 % are fresh. ~312-byte payloads; UUIDv7 event ids, as
+ * stageEvent makes them. Built once per size as a template (vacuumed and analyzed), then copied
+ * with CREATE DATABASE … TEMPLATE, so every run starts from an identical table.
  */
 export async function outboxCopy(rows: number, options: { pending?: 'aged' | 'all'; peer?: boolean } = {}): Promise<TestDatabase> {
   const allPending = options.pending === 'all';
@@ -21,17 +21,22 @@ export async function outboxCopy(rows: number, options: { pending?: 'aged' | 'al
     prefix: 'craig_bench',
     max: 2,
     template: {
-      id: `bench${allPending ? 'pend' : options.peer ? 'peer' : 'out'}v3n${rows}s${schema}`,
+      id: `bench${allPending ? 'pend' : options.peer ? 'peer' : 'out'}v4n${rows}s${schema}`,
       async build(url) {
         await migrate(url, [MQ_MIGRATIONS], { service: 'bench' });
         const sql = postgres(url, { max: 1, onnotice: () => {}, connection: { statement_timeout: 0 } });
         try {
+          // Event ids as stageEvent makes them (ADR-082): a UUIDv7 of the row's created_at
+          // millisecond, its random bits from gen_random_uuid() (version and variant nibbles set).
+          await sql`create function pg_temp.uuid_v7_at(t timestamptz) returns uuid language sql volatile as $$
+            select (lpad(to_hex((extract(epoch from t) * 1000)::bigint), 12, '0') || '7' || substr(r, 14, 3) || substr(r, 17, 16))::uuid
+            from (select replace(gen_random_uuid()::text, '-', '') as r) x $$`;
           const chunk = 250_000;
           for (let start = 1; start <= rows; start += chunk) {
             const end = Math.min(rows, start + chunk - 1);
             await sql`
               insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at)
-              select gen_random_uuid(), 'case', (g % 50000)::text, 'case.opened',
+              select pg_temp.uuid_v7_at(t.created_at), 'case', (g % 50000)::text, 'case.opened',
                      jsonb_build_object('caseId', g, 'status', 'opened', 'note', repeat('x', 262)),
                      t.created_at,
                      case when ${allPending} or (g <= ${Math.floor(rows * 0.95)} and g % 19 = 1) then null else t.created_at + interval '1 second' end

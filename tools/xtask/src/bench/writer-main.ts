@@ -6,7 +6,7 @@
 // once connected and warmed, then, when its stdin ends, one JSON line of samples whose `at` is
 // absolute (performance.timeOrigin + performance.now()), so the parent can split them into its
 // own windows.
-import { createClient } from '@craig/db';
+import { createClient, uuidv7 } from '@craig/db';
 import { TimedProbe } from './measure.ts';
 import type { WriterSpec } from './writer.ts';
 
@@ -17,10 +17,11 @@ let end: () => Promise<void>;
 if (spec.kind === 'outbox') {
   const sql = createClient(spec.url, { service: 'bench-writer', max: 1 });
   const table = spec.table ?? 'event_outbox';
+  // Event ids as stageEvent makes them (UUIDv7, ADR-082), in either contender's table.
   const insert =
     table === 'event_outbox'
-      ? () => sql`insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload) values (gen_random_uuid(), 'case', 'w', 'case.opened', '{"w":1}')`
-      : () => sql`insert into ${sql(table)} (id, aggregate_type, aggregate_id, message_type, payload) values (gen_random_uuid(), 'case', 'w', 'case.opened', '{"w":1}')`;
+      ? () => sql`insert into event_outbox (event_id, aggregate_type, aggregate_id, event_type, payload) values (${uuidv7()}, 'case', 'w', 'case.opened', '{"w":1}')`
+      : () => sql`insert into ${sql(table)} (id, aggregate_type, aggregate_id, message_type, payload) values (${uuidv7()}, 'case', 'w', 'case.opened', '{"w":1}')`;
   await sql`select 1`;
   probe = new TimedProbe(insert, { pauseMs: 5, classify: (e) => String(code(e) ?? 'error') });
   end = () => sql.end();
