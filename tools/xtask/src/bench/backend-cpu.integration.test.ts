@@ -67,6 +67,38 @@ describe("the benchmarks' backend CPU reading", () => {
     }
   });
 
+  it('keeps reading while backends of the name exit: one reaped between opening its /proc file and reading it is skipped', async () => {
+    // Sessions that connect and close as fast as they can: pg_stat_activity lists each backend
+    // until late in its exit, so readings keep meeting processes on their way out (ESRCH from a
+    // /proc file opened before the reap). One such reading used to make the whole suite's
+    // figure unreadable: an archive round reported its sessions' CPU as n/a.
+    let churning = true;
+    const churn = (async () => {
+      let sessions = 0;
+      while (churning) {
+        const brief = createClient(db.url, { service: 'bench-cpu-churn', max: 1 });
+        await brief`select 1`;
+        await brief.end();
+        sessions++;
+      }
+      return sessions;
+    })();
+    let readings = 0;
+    let unreadable = 0;
+    try {
+      const until = performance.now() + 5_000;
+      while (performance.now() < until) {
+        if ((await backendCpu(db.sql, ['bench-cpu-churn'], true)) === undefined) unreadable++;
+        readings++;
+      }
+    } finally {
+      churning = false;
+    }
+    expect(await churn).toBeGreaterThan(50);
+    expect(readings).toBeGreaterThan(500);
+    expect(unreadable).toBe(0);
+  }, 20_000);
+
   it('follows a session that opens and closes during the work, which withCpu misses', async () => {
     const followed = await followBackends(db.sql, ['bench-cpu-brief', 'bench-cpu-absent'], 20);
     const brief = createClient(db.url, { service: 'bench-cpu-brief', max: 1 });

@@ -37,8 +37,10 @@ export async function backendCpu(sql: Sql, applications: readonly string[], this
       if (!cmdline.startsWith('postgres')) return undefined;
       stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     } catch (error) {
-      // A backend that ended since the query is skipped; no /proc at all means no reading.
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && (await procExists())) continue;
+      // A backend that ended since the query is skipped: its /proc entry is gone (ENOENT), or
+      // was opened before the process was reaped and read after (ESRCH; seen on backends
+      // exiting as their connection closed). No /proc at all means no reading.
+      if (ENDED.has((error as NodeJS.ErrnoException).code ?? '') && (await procExists())) continue;
       return undefined;
     }
     // Fields after the command name (which may hold spaces, in parentheses): minflt is the 10th
@@ -51,6 +53,9 @@ export async function backendCpu(sql: Sql, applications: readonly string[], this
   }
   return cpu;
 }
+
+/** What reading /proc/<pid>/… of a process that has ended gives. */
+const ENDED: ReadonlySet<string> = new Set(['ENOENT', 'ESRCH']);
 
 async function procExists(): Promise<boolean> {
   try {
