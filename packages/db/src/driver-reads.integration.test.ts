@@ -10,13 +10,16 @@ afterAll(() => db.drop());
 /** Rows of every length from 1 to 2,999 characters, so that messages end at every offset of a socket read. */
 const ROWS = 20_000;
 const FILL = ['a', 'é', 'z', '€'] as const;
-const lengthOf = (i: number) => 1 + ((i * 7919) % 2999);
+/** Row i is 1 + (i × STRIDE mod SPAN) characters long: a stride prime to the span visits every length. */
+const STRIDE = 7919;
+const SPAN = 2999;
+const lengthOf = (i: number) => 1 + ((i * STRIDE) % SPAN);
 /** Row i's text, as the server builds it below: its number, a colon, then one fill character (some of them multi-byte, split across reads too). */
 function expected(i: number): string {
   const head = `${i}:`;
   return head + FILL[i % FILL.length]!.repeat(Math.max(0, lengthOf(i) - head.length));
 }
-const ROW = `rpad(i || ':', greatest(1 + (i * 7919) % 2999, length(i || ':')), (array['a', 'é', 'z', '€'])[i % 4 + 1])`;
+const ROW = `rpad(i || ':', greatest(1 + (i * ${STRIDE}) % ${SPAN}, length(i || ':')), (array[${FILL.map((f) => `'${f}'`).join(', ')}])[i % ${FILL.length} + 1])`;
 const ROWS_SQL = `select i, ${ROW} as t from generate_series(1, ${ROWS}) as i order by i`;
 
 describe('the driver reading results that straddle socket reads (patches/postgres@3.4.9.patch)', () => {
