@@ -2,39 +2,17 @@ import { randomBytes } from 'node:crypto';
 import { cpus } from 'node:os';
 import { once } from 'node:events';
 import { createClient, migrationTemplate, type Sql } from '@craig/db';
-import { BUS_MIGRATIONS, createPostgresBusTransport, createRabbitMqTransport, DEFAULT_DRAIN_BATCH, encodeEnvelope, OutboxWorker, retentionHeaders, type Transport } from '@craig/mq';
+import { BUS_MIGRATIONS, createRabbitMqTransport, DEFAULT_DRAIN_BATCH, OutboxWorker, PUBLISH_STATEMENT_BYTES, type Transport } from '@craig/mq';
 import { rabbitmq, testDatabase, type TestDatabase } from '@craig/testkit';
 import { connect, type ConfirmChannel } from 'amqplib';
 import { Registry } from 'prom-client';
 import { UsageError, writeLine } from '../command.ts';
 import { withCpu } from './backend-cpu.ts';
+import { APPS, HEADERS, messagesOf, RETENTION, startBusContender, type BusContender, type Message } from './bus-contender.ts';
 import { machineInfo, roundsOption, runRecord, spread } from './rounds.ts';
 import { outboxCopy } from './fixtures.ts';
 import { printTable, rate, ratio, writeResult } from './measure.ts';
 import type { BenchSuite } from './suite.ts';
-
-interface Message {
-  eventId: string;
-  routingKey: string;
-  body: string;
-}
-
-/** The drain's windows; every message it publishes carries them as headers (the dedup-horizon check, ADR-057). */
-const RETENTION = { outboxDays: 30, inboxDays: 31 } as const;
-/** The headers our drain puts on every message: the bare baselines send the same ones, so both put the same bytes on the wire. */
-const HEADERS = retentionHeaders(RETENTION);
-const HEADERS_JSON = JSON.stringify(HEADERS);
-
-/** The exact messages our drain publishes, encoded once, for the bare baselines. */
-async function messagesOf(db: TestDatabase): Promise<Message[]> {
-  const rows = await db.sql<{ event_id: string; aggregate_type: string; aggregate_id: string; event_type: string; payload: string; headers: string; created_at: Date }[]>`
-    select event_id::text, aggregate_type, aggregate_id, event_type, payload::text as payload, headers::text as headers, created_at from event_outbox order by id`;
-  return rows.map((r) => ({
-    eventId: r.event_id,
-    routingKey: r.event_type,
-    body: encodeEnvelope({ eventId: r.event_id, eventType: r.event_type, aggregateType: r.aggregate_type, aggregateId: r.aggregate_id, source: 'bench', occurredAt: r.created_at.toISOString(), headersJson: r.headers, payloadJson: r.payload }),
-  }));
-}
 
 /**
  * Run before each contender, outside its timing: vacuum what the previous one left behind (our
@@ -48,22 +26,19 @@ async function settle(db: TestDatabase): Promise<void> {
 }
 
 /**
- * The pending outbox every round of one transport works from, and our drain's pool. One
- * database and one pool for all rounds, as a service keeps its pool: a new backend maps each
- * shared buffer it touches with a page fault of its own (~14,000 for each drain lane's backend
- * in a 100 k-event drain, ~6 µs each on this kind of machine, ADR-074), which a service's
+ * The pending outbox every round of one transport works from, kept as `bench_pending`: one
+ * database for all rounds, and our drain's pool kept for all of them too (in this process for
+ * RabbitMQ, in its contender process for the bus), as a service keeps its pool. A new backend
+ * maps each shared buffer it touches with a page fault of its own (~14,000 for each drain lane's
+ * backend in a 100 k-event drain, ~6 µs each on this kind of machine, ADR-074), which a service's
  * long-lived connections paid long before. The ceilings' sessions live across rounds too.
  */
-async function pendingOutbox(events: number, lanes: number) {
+async function pendingOutbox(events: number) {
   const db = await outboxCopy(events, { pending: 'all' });
   try {
     await db.sql`create table bench_pending as select * from event_outbox`;
-    const messages = await messagesOf(db);
-    const sql = createClient(db.url, { service: APPS.outbox, max: lanes + 1, idleTimeoutSeconds: 0 });
     return {
       db,
-      sql,
-      messages,
       /** Every row pending again, as the copy held them (our drain stamps them all), then {@link settle}. */
       async restore() {
         await db.sql`truncate event_outbox`;
@@ -71,10 +46,7 @@ async function pendingOutbox(events: number, lanes: number) {
         await db.sql`analyze event_outbox`;
         await settle(db);
       },
-      async close() {
-        await sql.end();
-        await db.drop();
-      },
+      close: () => db.drop(),
     };
   } catch (error) {
     await db.drop();
@@ -83,8 +55,8 @@ async function pendingOutbox(events: number, lanes: number) {
 }
 
 /** Our drain: OutboxWorker.drain until nothing is pending, on the outbox's long-lived pool. */
-async function drainAll(outbox: { db: TestDatabase; sql: Sql }, transport: Transport, batchSize: number, lanes: number): Promise<{ ms: number; published: number }> {
-  const worker = new OutboxWorker({ service: 'bench', sql: outbox.sql, databaseUrl: outbox.db.url, transport, retention: RETENTION, maxAttempts: 10, registry: new Registry(), batchSize, drainLanes: lanes });
+async function drainAll(db: TestDatabase, sql: Sql, transport: Transport, batchSize: number, lanes: number): Promise<{ ms: number; published: number }> {
+  const worker = new OutboxWorker({ service: 'bench', sql, databaseUrl: db.url, transport, retention: RETENTION, maxAttempts: 10, registry: new Registry(), batchSize, drainLanes: lanes });
   const started = performance.now();
   const r = await worker.drain();
   if (r.unavailable > 0 || r.failed > 0 || r.parked > 0) throw new Error(`drain did not go cleanly: ${JSON.stringify(r)}`);
@@ -134,18 +106,18 @@ interface BusDrainCpu {
   readonly node: number;
   readonly total: number;
   readonly backendPageFaults: number;
+  /** The drain's process's own minor page faults (per 1,000 events, a count). */
+  readonly nodePageFaults: number;
 }
 
-/** The bare INSERT's CPU: its one session and Node (building and sending the rows); and its session's minor page faults. */
+/** The bare INSERT's CPU: its one session and Node (building and sending the rows); and the minor page faults of its session and of its process. */
 interface BareInsertCpu {
   readonly session: number;
   readonly node: number;
   readonly total: number;
   readonly backendPageFaults: number;
+  readonly nodePageFaults: number;
 }
-
-/** `application_name`s of the bus suite's sessions: our drain's outbox pool, the transport's publish session, the bare INSERT's. */
-const APPS = { outbox: 'bench-drain', bus: 'bench:bus', bare: 'bench-insert' } as const;
 
 /** Median [IQR] figures over rounds. */
 function summarize(rounds: readonly Round[]) {
@@ -207,8 +179,10 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
   try {
     const results: Round[] = [];
     let warmUpRound: WarmUpRound | undefined;
-    const outbox = await pendingOutbox(events, lanes);
-    const { db, messages } = outbox;
+    const outbox = await pendingOutbox(events);
+    const { db } = outbox;
+    const messages = await messagesOf(db.sql);
+    const sql = createClient(db.url, { service: APPS.outbox, max: lanes + 1, idleTimeoutSeconds: 0 });
     try {
       for (let n = 0; n <= rounds; n++) {
         const bare = async (headers = true) => {
@@ -221,7 +195,7 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
         };
         const drain = async () => {
           await outbox.restore();
-          const r = await drainAll(outbox, transport, batchSize, lanes);
+          const r = await drainAll(db, sql, transport, batchSize, lanes);
           const [{ n } = { n: 0 }] = await db.sql<{ n: number }[]>`select count(*)::int as n from event_outbox where published_at is null`;
           if (n !== 0 || r.published !== events) throw new Error(`drain left ${n} pending / published ${r.published}`);
           const routed = (await admin.checkQueue(sink)).messageCount;
@@ -239,6 +213,7 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
         results.push(r);
       }
     } finally {
+      await sql.end();
       await outbox.close();
     }
     const m = summarize(results);
@@ -264,52 +239,52 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
 
 async function postgresBus(events: number, batchSize: number, lanes: number, rounds: number, log: (l: string) => void) {
   const bus = await testDatabase({ template: migrationTemplate([BUS_MIGRATIONS]), prefix: 'craig_bench', max: 1 });
-  // One consumer bound to '#': every message becomes one delivery row (no consumer running).
-  await bus.sql`insert into bus_subscriptions (consumer, patterns, pattern_regex) values ('sink', '{#}', '^((\\.[^.]+)*)$')`;
-  const transport = await createPostgresBusTransport({ url: bus.url, service: 'bench' });
-  // The bare INSERT's connection lives as long as the transport's: both write through a warm
-  // session (a new one per run would plan its first INSERTs cold, 20 % slower here, ADR-071).
-  const insertSql = createClient(bus.url, { service: APPS.bare, max: 1 });
+  const contenders: BusContender[] = [];
   try {
+    // One consumer bound to '#': every message becomes one delivery row (no consumer running).
+    await bus.sql`insert into bus_subscriptions (consumer, patterns, pattern_regex) values ('sink', '{#}', '^((\\.[^.]+)*)$')`;
     const results: Round[] = [];
     let warmUpRound: WarmUpRound | undefined;
-    const outbox = await pendingOutbox(events, lanes);
-    const { db, messages } = outbox;
+    const outbox = await pendingOutbox(events);
+    const { db } = outbox;
     try {
+      // Each contender in a process of its own, kept for every round (bus-contender.ts): our
+      // drain with its pool and transport, the bare INSERT with its session and its messages.
+      const ours = await startBusContender({ kind: 'ours', outboxUrl: db.url, busUrl: bus.url, batchSize, lanes });
+      contenders.push(ours);
+      const ceiling = await startBusContender({ kind: 'bare', outboxUrl: db.url, pendingTable: 'bench_pending', busUrl: bus.url, batchSize });
+      contenders.push(ceiling);
       // CPU ms per 1,000 events, rounded to 0.1.
       const per1000 = (ms: number) => Math.round((ms * 10_000) / events) / 10;
+      /** Every event is on the bus once, then the bus is emptied for the next run. */
+      const delivered = async (published: number) => {
+        const [{ n } = { n: 0 }] = await bus.sql<{ n: number }[]>`select count(*)::int as n from bus_deliveries`;
+        if (n !== events || published !== events) throw new Error(`bus holds ${n} deliveries after ${published} published, expected ${events}`);
+        await bus.sql`truncate bus_delivery_counts, bus_deliveries`;
+      };
       for (let n = 0; n <= rounds; n++) {
         let ceilingCpu: BareInsertCpu | undefined;
         let oursCpu: BusDrainCpu | undefined;
         const bare = async (headers = true) => {
           await settle(db);
-          // Timed inside: reading the backends' CPU before and after is not the INSERT's time.
-          const used = await withCpu(bus.sql, [APPS.bare], async () => {
-            const started = performance.now();
-            for (let i = 0; i < messages.length; i += batchSize) {
-              // The very rows our publish writes: the drain's headers included.
-              const rows = messages.slice(i, i + batchSize).map((m) => ({ consumer: 'sink', event_id: m.eventId, routing_key: m.routingKey, body: m.body, headers: headers ? HEADERS_JSON : '{}' }));
-              await insertSql`insert into bus_deliveries ${insertSql(rows, 'consumer', 'event_id', 'routing_key', 'body', 'headers')}`;
-            }
-            return performance.now() - started;
-          });
-          const ms = used.value;
-          if (headers && used.backends && used.backendFaults) {
-            ceilingCpu = { session: per1000(used.backends[APPS.bare]!), node: per1000(used.nodeMs), total: per1000(used.backends[APPS.bare]! + used.nodeMs), backendPageFaults: per1000(used.backendFaults[APPS.bare]!) };
+          // The backends' CPU is read here; Node's is the contender process's own, over its run.
+          const { value: r, backends, backendFaults } = await withCpu(bus.sql, [APPS.bare], () => ceiling.run({ headers }));
+          if (headers && backends && backendFaults) {
+            ceilingCpu = { session: per1000(backends[APPS.bare]!), node: per1000(r.nodeMs), total: per1000(backends[APPS.bare]! + r.nodeMs), backendPageFaults: per1000(backendFaults[APPS.bare]!), nodePageFaults: per1000(r.nodePageFaults) };
           }
-          await bus.sql`truncate bus_delivery_counts, bus_deliveries`;
-          return ms;
+          await delivered(r.published);
+          return r.ms;
         };
         const drain = async () => {
           await outbox.restore();
-          const { value: r, nodeMs, backends, backendFaults } = await withCpu(bus.sql, [APPS.outbox, APPS.bus], () => drainAll(outbox, transport, batchSize, lanes));
+          const { value: r, backends, backendFaults } = await withCpu(bus.sql, [APPS.outbox, APPS.bus], () => ours.run());
           if (backends && backendFaults) {
             const [o, b] = [backends[APPS.outbox]!, backends[APPS.bus]!];
-            oursCpu = { outboxSessions: per1000(o), busSession: per1000(b), node: per1000(nodeMs), total: per1000(o + b + nodeMs), backendPageFaults: per1000(backendFaults[APPS.outbox]! + backendFaults[APPS.bus]!) };
+            oursCpu = { outboxSessions: per1000(o), busSession: per1000(b), node: per1000(r.nodeMs), total: per1000(o + b + r.nodeMs), backendPageFaults: per1000(backendFaults[APPS.outbox]! + backendFaults[APPS.bus]!), nodePageFaults: per1000(r.nodePageFaults) };
           }
-          const [{ n } = { n: 0 }] = await bus.sql<{ n: number }[]>`select count(*)::int as n from bus_deliveries`;
-          if (n !== events) throw new Error(`bus holds ${n} deliveries, expected ${events}`);
-          await bus.sql`truncate bus_delivery_counts, bus_deliveries`;
+          const [{ pending } = { pending: 0 }] = await db.sql<{ pending: number }[]>`select count(*)::int as pending from event_outbox where published_at is null`;
+          if (pending !== 0) throw new Error(`drain left ${pending} pending`);
+          await delivered(r.published);
           return r.ms;
         };
         if (n === 0) {
@@ -321,17 +296,18 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
         const measured = await round(n, bare, drain, events);
         const r: Round = { ...measured, bareNoHeadersEventsPerSec: rate(events, await bare(false)), ...(oursCpu && ceilingCpu ? { cpuMsPer1000Events: { ours: oursCpu, ceiling: ceilingCpu } } : {}) };
         const c = r.cpuMsPer1000Events;
-        const cpu = c ? `; CPU ms per 1,000 events: ours ${c.ours.total}, bare ${c.ceiling.total}; backend page faults per 1,000 events: ours ${c.ours.backendPageFaults}, bare ${c.ceiling.backendPageFaults}` : '';
+        const cpu = c ? `; CPU ms per 1,000 events: ours ${c.ours.total} (Node ${c.ours.node}), bare ${c.ceiling.total} (Node ${c.ceiling.node}); page faults per 1,000 events: ours ${c.ours.backendPageFaults} in its backends and ${c.ours.nodePageFaults} in Node, bare ${c.ceiling.backendPageFaults} and ${c.ceiling.nodePageFaults}` : '';
         log(`postgres bus round ${n}/${rounds} (${r.first} first): ours ${r.oursEventsPerSec}/s, bare INSERT ${r.ceilingEventsPerSec}/s, ratio ${r.ratio} (bare INSERT with empty headers ${r.bareNoHeadersEventsPerSec}/s)${cpu}`);
         results.push(r);
       }
     } finally {
+      for (const c of contenders) await c.close();
       await outbox.close();
     }
     const m = summarize(results);
     return {
-      ours: { eventsPerSec: m.ours, batchSize, lanes },
-      ceiling: { eventsPerSec: m.ceiling, method: `bare multi-row INSERT of ${batchSize} rows per statement into bus_deliveries (the same rows, headers included)` },
+      ours: { eventsPerSec: m.ours, batchSize, lanes, process: 'its own, kept for every round' },
+      ceiling: { eventsPerSec: m.ceiling, method: `bare multi-row INSERT into bus_deliveries of the same rows (headers included) in the statements our publishes send (each ${batchSize} messages split at ${PUBLISH_STATEMENT_BYTES} bytes of bodies), in a process of its own kept for every round` },
       bareWithoutHeaders: { eventsPerSec: spread(results.map((r) => r.bareNoHeadersEventsPerSec ?? 0)), note: "the bare INSERT with the column's default '{}' instead of the drain's headers; not part of the ratio" },
       ...(cpuSummary(results, m.ceiling.median) ?? {}),
       ratio: m.ratio.median,
@@ -340,8 +316,6 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
       warmUpRound,
     };
   } finally {
-    await insertSql.end();
-    await transport.close();
     await bus.drop();
   }
 }
@@ -367,9 +341,9 @@ function cpuSummary(rounds: readonly Round[], ceilingEventsPerSec: number) {
       note: "the most our drain could reach with every core busy on it alone at its median CPU per event, and that against the bare INSERT's median rate: what no pipelining can beat on this machine",
     },
     cpuMsPer1000Events: {
-      ours: { outboxSessions: median((c) => c.ours.outboxSessions), busSession: median((c) => c.ours.busSession), node: median((c) => c.ours.node), total: median((c) => c.ours.total), backendPageFaults: median((c) => c.ours.backendPageFaults) },
-      ceiling: { session: median((c) => c.ceiling.session), node: median((c) => c.ceiling.node), total: median((c) => c.ceiling.total), backendPageFaults: median((c) => c.ceiling.backendPageFaults) },
-      note: "CPU (user + system) of each contender's processes while it ran, medians over rounds: our drain's outbox sessions (claim, stamp, commit), the bus transport's session (the INSERT) and Node; the bare INSERT's session and Node. backendPageFaults: the minor page faults of those backends, a count (not ms) per 1,000 events (ADR-074). Read from /proc, so only where PostgreSQL runs on this host",
+      ours: { outboxSessions: median((c) => c.ours.outboxSessions), busSession: median((c) => c.ours.busSession), node: median((c) => c.ours.node), total: median((c) => c.ours.total), backendPageFaults: median((c) => c.ours.backendPageFaults), nodePageFaults: median((c) => c.ours.nodePageFaults) },
+      ceiling: { session: median((c) => c.ceiling.session), node: median((c) => c.ceiling.node), total: median((c) => c.ceiling.total), backendPageFaults: median((c) => c.ceiling.backendPageFaults), nodePageFaults: median((c) => c.ceiling.nodePageFaults) },
+      note: "CPU (user + system) of each contender's processes while it ran, medians over rounds: our drain's outbox sessions (claim, stamp, commit), the bus transport's session (the INSERT) and Node; the bare INSERT's session and Node. backendPageFaults: the minor page faults of those backends, a count (not ms) per 1,000 events (ADR-074); nodePageFaults: those of the contender's own process (ADR-084). Read from /proc, so only where PostgreSQL runs on this host. Each contender runs in a process of its own, kept for every round (ADR-084)",
     },
   };
 }
@@ -414,7 +388,7 @@ export const drainSuite: BenchSuite = {
     if (p?.cpuMsPer1000Events) {
       const { ours, ceiling } = p.cpuMsPer1000Events;
       writeLine(ctx.stdout, `  CPU ms per 1,000 events (medians): our drain ${ours.total} (outbox sessions ${ours.outboxSessions}, bus session ${ours.busSession}, Node ${ours.node}); bare INSERT ${ceiling.total} (its session ${ceiling.session}, Node ${ceiling.node})`);
-      writeLine(ctx.stdout, `  backend page faults per 1,000 events (medians): our drain's ${ours.backendPageFaults}, the bare INSERT's ${ceiling.backendPageFaults}`);
+      writeLine(ctx.stdout, `  backend page faults per 1,000 events (medians): our drain's ${ours.backendPageFaults}, the bare INSERT's ${ceiling.backendPageFaults}; each process's own: ${ours.nodePageFaults} and ${ceiling.nodePageFaults}`);
       if (p.cpuBound) writeLine(ctx.stdout, `  at that CPU cost, ${p.cpuBound.cores} cores busy on our drain alone give at most ${p.cpuBound.oursEventsPerSec} events/s: ${p.cpuBound.ratio} of the bare INSERT`);
     }
     writeLine(ctx.stdout, `load average before ${result.load.before.join(' ')}, after ${result.load.after.join(' ')}; ${result.wallSeconds} s`);
