@@ -73,7 +73,9 @@ const MAIN = fileURLToPath(new URL('./bus-contender-main.ts', import.meta.url));
  * or `{ error }`); stdin's end closes the process.
  */
 export async function startBusContender(spec: BusContenderSpec): Promise<BusContender> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, JSON.stringify(spec)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  // CRAIG_BENCH_CPU_PROF=<dir>: each contender process writes its V8 CPU profile there, as the archive engine's does.
+  const profile = process.env.CRAIG_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CRAIG_BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', MAIN, JSON.stringify(spec)], { stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = new Promise<number | null>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => resolve(code));
