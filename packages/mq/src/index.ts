@@ -45,7 +45,7 @@ export {
 export { createRabbitMqTransport, type RabbitMqTransportOptions } from './rabbitmq-transport.ts';
 
 /** PostgreSQL bus transport: fan-out per consumer, SKIP LOCKED claims, LISTEN/NOTIFY, dead-letter table. */
-export { createPostgresBusTransport, PUBLISH_STATEMENT_BYTES, type PostgresBusTransportOptions } from './postgres-bus-transport.ts';
+export { createPostgresBusTransport, PUBLISH_STATEMENT_BYTES, publishStatements, type PostgresBusTransportOptions } from './postgres-bus-transport.ts';
 
 /** Open the transport a service's settings choose (`settings.transport`). */
 export { createTransport, type TransportChoice } from './create-transport.ts';

@@ -287,10 +287,14 @@ function bodiesColumn(sql: Sql | TransactionSql, messages: readonly OutgoingMess
  */
 export const PUBLISH_STATEMENT_BYTES = 512 * 1024;
 
-/** The call's messages (`sizes`: their bodies' UTF-8 bytes) as consecutive runs of at most {@link PUBLISH_STATEMENT_BYTES} of bodies, at least one message each. */
-function publishStatements(messages: readonly OutgoingMessage[], sizes: readonly number[]): OutgoingMessage[][] {
-  const parts: OutgoingMessage[][] = [];
-  let part: OutgoingMessage[] = [];
+/**
+ * The call's messages (`sizes`: their bodies' UTF-8 bytes) as consecutive runs of at most
+ * {@link PUBLISH_STATEMENT_BYTES} of bodies, at least one message each: the statements one
+ * `publish` sends (`bench drain`'s bare INSERT sends the same ones, ADR-084).
+ */
+export function publishStatements<M extends OutgoingMessage>(messages: readonly M[], sizes: readonly number[]): M[][] {
+  const parts: M[][] = [];
+  let part: M[] = [];
   let bytes = 0;
   for (const [i, m] of messages.entries()) {
     const size = sizes[i]!;

@@ -5,7 +5,7 @@
 // when stdin ends.
 import { createInterface } from 'node:readline';
 import { createClient } from '@craig/db';
-import { createPostgresBusTransport, OutboxWorker, PUBLISH_STATEMENT_BYTES } from '@craig/mq';
+import { createPostgresBusTransport, OutboxWorker, publishStatements } from '@craig/mq';
 import { Registry } from 'prom-client';
 import { APPS, HEADERS, messagesOf, RETENTION, type BusContenderSpec, type ContenderRun, type Message } from './bus-contender.ts';
 
@@ -43,7 +43,17 @@ if (spec.kind === 'ours') {
   const outbox = createClient(spec.outboxUrl, { service: 'bench-insert-read', max: 1 });
   const messages = await messagesOf(outbox, spec.pendingTable);
   await outbox.end();
-  const statements = publishStatements(messages, spec.batchSize);
+  // The statements our drain's publishes send, message for message: each claim of `batchSize`
+  // messages split as the transport splits a publish (ADR-084). With a claim's 4,000 rows in one
+  // statement (~2.6 MB), this process and its backend gave their memory back to the kernel after
+  // every statement and faulted it in again for the next: ~880 page faults per 1,000 events in
+  // this process, its Node CPU 15–19 ms per 1,000 events instead of ~5. A ceiling that pays a
+  // cost our drain does not is no ceiling.
+  const statements: Message[][] = [];
+  for (let i = 0; i < messages.length; i += spec.batchSize) {
+    const claim = messages.slice(i, i + spec.batchSize);
+    statements.push(...publishStatements(claim, claim.map((m) => Buffer.byteLength(m.body))));
+  }
   // One session for the process's life: a new one per run would plan its first INSERTs cold (ADR-071).
   const sql = createClient(spec.busUrl, { service: APPS.bare, max: 1 });
   await sql`select 1`;
@@ -58,34 +68,6 @@ if (spec.kind === 'ours') {
     return messages.length;
   };
   close = () => sql.end();
-}
-
-/**
- * The statements our drain's publishes send, message for message: each claim of `batchSize`
- * messages split into runs of at most {@link PUBLISH_STATEMENT_BYTES} of bodies (ADR-075). With
- * a claim's whole 4,000 rows in one statement (~2.6 MB), both this process and its backend gave
- * their memory back to the kernel after every statement and faulted it in again for the next:
- * ~880 page faults per 1,000 events in this process, its Node CPU 15–19 ms per 1,000 events
- * instead of ~5 (ADR-084). A ceiling that pays a cost our drain does not is no ceiling.
- */
-function publishStatements(messages: readonly Message[], batchSize: number): Message[][] {
-  const statements: Message[][] = [];
-  for (let i = 0; i < messages.length; i += batchSize) {
-    let part: Message[] = [];
-    let bytes = 0;
-    for (const m of messages.slice(i, i + batchSize)) {
-      const size = Buffer.byteLength(m.body);
-      if (part.length > 0 && bytes + size > PUBLISH_STATEMENT_BYTES) {
-        statements.push(part);
-        part = [];
-        bytes = 0;
-      }
-      part.push(m);
-      bytes += size;
-    }
-    if (part.length > 0) statements.push(part);
-  }
-  return statements;
 }
 
 process.stdout.write('ready\n');
