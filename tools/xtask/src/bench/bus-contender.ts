@@ -1,9 +1,9 @@
 // The PostgreSQL bus's two contenders each run in a child process of their own
-// (bus-contender-main.ts), kept for every round, as a service keeps its process. In the
-// benchmark's process the bare INSERT's own Node cost varied twofold between runs (9.4 to 21.2
-// CPU ms per 1,000 events, steady within a run; a standalone loop 7.5–8), with the benchmark's
-// fixture, its 100 k encoded messages and our drain's pool beside it: the ratio then measured
-// the benchmark's heap as much as either contender (docs/benchmarks.md, ADR-084).
+// (bus-contender-main.ts), kept for every round, as a service keeps its process: each one's Node
+// CPU and page faults are its own, with neither the other's heap, garbage and collector threads
+// nor the benchmark's fixture beside it. (The bare INSERT's Node cost had varied twofold between
+// runs, 9.4 to 21.2 CPU ms per 1,000 events; the cause turned out to be its statements' size,
+// not the process it ran in: ADR-084.)
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
