@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { createClient } from '@craig/db';
 import { createPostgresBusTransport, OutboxWorker, publishStatements } from '@craig/mq';
 import { Registry } from 'prom-client';
-import { APPS, HEADERS, messagesOf, RETENTION, type BusContenderSpec, type ContenderRun, type Message } from './bus-contender.ts';
+import { APPS, HEADERS, messagesOf, RETENTION, SINK, type BusContenderSpec, type ContenderRun, type Message } from './bus-contender.ts';
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as BusContenderSpec;
 
@@ -63,7 +63,7 @@ if (spec.kind === 'ours') {
       // The very rows our publish writes: the drain's headers included, as a JSON object (the
       // driver serializes a jsonb parameter with JSON.stringify, so their JSON text would be
       // stored as a JSON string).
-      const rows = part.map((m) => ({ consumer: 'sink', event_id: m.eventId, routing_key: m.routingKey, body: m.body, headers: headers ? HEADERS : {} }));
+      const rows = part.map((m) => ({ consumer: SINK, event_id: m.eventId, routing_key: m.routingKey, body: m.body, headers: headers ? HEADERS : {} }));
       await sql`insert into bus_deliveries ${sql(rows, 'consumer', 'event_id', 'routing_key', 'body', 'headers')}`;
     }
     return messages.length;

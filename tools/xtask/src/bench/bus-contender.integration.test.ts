@@ -2,7 +2,7 @@ import { migrationTemplate } from '@craig/db';
 import { BUS_MIGRATIONS, PUBLISH_STATEMENT_BYTES } from '@craig/mq';
 import { testDatabase, type TestDatabase } from '@craig/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { APPS, HEADERS_JSON, messagesOf, startBusContender, type BusContender } from './bus-contender.ts';
+import { APPS, HEADERS_JSON, messagesOf, startBusContender, subscribeSink, type BusContender } from './bus-contender.ts';
 import { outboxCopy } from './fixtures.ts';
 
 const EVENTS = 1_200;
@@ -15,8 +15,13 @@ describe('bench drain: the bus contenders, each in a process of its own', () => 
     outbox = await outboxCopy(EVENTS, { pending: 'all' });
     await outbox.sql`create table bench_pending as select * from event_outbox`;
     bus = await testDatabase({ template: migrationTemplate([BUS_MIGRATIONS]), prefix: 'craig_bench', max: 1 });
-    await bus.sql`insert into bus_subscriptions (consumer, patterns, pattern_regex) values ('sink', '{#}', '^((\\.[^.]+)*)$')`;
+    await subscribeSink(bus.sql);
   }, 120_000);
+  /** Deliveries whose headers are the drain's, stored as the JSON object our publish stores (not a JSON string of it). */
+  const withHeaderObjects = async () => {
+    const [{ objects } = { objects: 0 }] = await bus.sql<{ objects: number }[]>`select count(*)::int as objects from bus_deliveries where headers = ${HEADERS_JSON}::text::jsonb and jsonb_typeof(headers) = 'object'`;
+    return objects;
+  };
   afterAll(async () => {
     for (const c of started) await c.close().catch(() => {});
     await bus?.drop();
@@ -34,8 +39,7 @@ describe('bench drain: the bus contenders, each in a process of its own', () => 
     const rows = await bus.sql<{ event_id: string; routing_key: string; body: string; headers: Record<string, unknown> }[]>`select event_id::text, routing_key, body, headers from bus_deliveries order by id`;
     expect(rows.map((r) => [r.event_id, r.routing_key, r.body])).toEqual(expected.map((m) => [m.eventId, m.routingKey, m.body]));
     // The drain's headers, as the JSON object our publish stores (not a JSON string of it).
-    const [{ objects } = { objects: 0 }] = await bus.sql<{ objects: number }[]>`select count(*)::int as objects from bus_deliveries where headers = ${HEADERS_JSON}::text::jsonb and jsonb_typeof(headers) = 'object'`;
-    expect(objects).toBe(EVENTS);
+    expect(await withHeaderObjects()).toBe(EVENTS);
     await bus.sql`truncate bus_delivery_counts, bus_deliveries`;
 
     expect((await bare.run({ headers: false })).published).toBe(EVENTS);
@@ -91,8 +95,7 @@ describe('bench drain: the bus contenders, each in a process of its own', () => 
     expect(first.nodeMs).toBeGreaterThan(0);
     expect(await counts()).toEqual({ pending: 0, delivered: EVENTS });
     // The bare INSERT's rows are compared with these: the same headers, stored the same way.
-    const [{ objects } = { objects: 0 }] = await bus.sql<{ objects: number }[]>`select count(*)::int as objects from bus_deliveries where headers = ${HEADERS_JSON}::text::jsonb and jsonb_typeof(headers) = 'object'`;
-    expect(objects).toBe(EVENTS);
+    expect(await withHeaderObjects()).toBe(EVENTS);
     const afterFirst = await pids();
     expect(afterFirst.length).toBeGreaterThan(0);
 

@@ -25,6 +25,14 @@ export const HEADERS_JSON = JSON.stringify(HEADERS);
 /** `application_name`s of the bus suite's sessions: our drain's outbox pool, the transport's publish session, the bare INSERT's. */
 export const APPS = { outbox: 'bench-drain', bus: 'bench:bus', bare: 'bench-insert' } as const;
 
+/** The bus's one consumer in `bench drain`: bound to '#', so every message becomes one delivery row (no consumer runs). */
+export const SINK = 'sink';
+
+/** Subscribe {@link SINK} to every routing key on the bus at `sql`, as the transport's `subscribe(['#'])` would. */
+export async function subscribeSink(sql: Sql): Promise<void> {
+  await sql`insert into bus_subscriptions (consumer, patterns, pattern_regex) values (${SINK}, '{#}', '^((\\.[^.]+)*)$')`;
+}
+
 /** The exact messages our drain publishes from `table` (a pending outbox's rows), encoded once, for the bare baselines. */
 export async function messagesOf(sql: Sql, table = 'event_outbox'): Promise<Message[]> {
   const rows = await sql<{ event_id: string; aggregate_type: string; aggregate_id: string; event_type: string; payload: string; headers: string; created_at: Date }[]>`

@@ -8,7 +8,7 @@ import { connect, type ConfirmChannel } from 'amqplib';
 import { Registry } from 'prom-client';
 import { UsageError, writeLine } from '../command.ts';
 import { withCpu } from './backend-cpu.ts';
-import { APPS, HEADERS, messagesOf, RETENTION, startBusContender, type BusContender, type Message } from './bus-contender.ts';
+import { APPS, HEADERS, messagesOf, RETENTION, startBusContender, subscribeSink, type BusContender, type Message } from './bus-contender.ts';
 import { machineInfo, roundsOption, runRecord, spread } from './rounds.ts';
 import { outboxCopy } from './fixtures.ts';
 import { printTable, rate, ratio, writeResult } from './measure.ts';
@@ -241,8 +241,7 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
   const bus = await testDatabase({ template: migrationTemplate([BUS_MIGRATIONS]), prefix: 'craig_bench', max: 1 });
   const contenders: BusContender[] = [];
   try {
-    // One consumer bound to '#': every message becomes one delivery row (no consumer running).
-    await bus.sql`insert into bus_subscriptions (consumer, patterns, pattern_regex) values ('sink', '{#}', '^((\\.[^.]+)*)$')`;
+    await subscribeSink(bus.sql);
     const results: Round[] = [];
     let warmUpRound: WarmUpRound | undefined;
     const outbox = await pendingOutbox(events);
