@@ -74,21 +74,25 @@ describe("the benchmarks' backend CPU reading", () => {
     // figure unreadable: an archive round reported its sessions' CPU as n/a.
     let churning = true;
     let sessions = 0;
-    const churn = (async () => {
-      while (churning) {
-        const brief = createClient(db.url, { service: 'bench-cpu-churn', max: 1 });
-        await brief`select 1`;
-        await brief.end();
-        sessions++;
-      }
-    })();
+    // Two churners: in a full CI run one managed only 47 sessions in 15 s.
+    const churn = Promise.all(
+      [1, 2].map(async () => {
+        while (churning) {
+          const brief = createClient(db.url, { service: 'bench-cpu-churn', max: 1 });
+          await brief`select 1`;
+          await brief.end();
+          sessions++;
+        }
+      }),
+    );
     let readings = 0;
     let unreadable = 0;
     try {
-      // At least 5 s, and on a loaded machine (CI's) until enough sessions have come and gone.
+      // At least 5 s, and on a loaded machine (CI's) until enough sessions have come and gone:
+      // the bound is the count, the clock only a backstop the assertions below then fail on.
       const started = performance.now();
       const enough = () => performance.now() - started >= 5_000 && sessions > 50 && readings > 500;
-      while (!enough() && performance.now() - started < 15_000) {
+      while (!enough() && performance.now() - started < 50_000) {
         if ((await backendCpu(db.sql, ['bench-cpu-churn'], true)) === undefined) unreadable++;
         readings++;
       }
@@ -99,7 +103,7 @@ describe("the benchmarks' backend CPU reading", () => {
     expect(sessions).toBeGreaterThan(50);
     expect(readings).toBeGreaterThan(500);
     expect(unreadable).toBe(0);
-  }, 20_000);
+  }, 60_000);
 
   it('follows a session that opens and closes during the work, which withCpu misses', async () => {
     const followed = await followBackends(db.sql, ['bench-cpu-brief', 'bench-cpu-absent'], 20);
