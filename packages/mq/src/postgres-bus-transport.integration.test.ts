@@ -96,3 +96,53 @@ describe('a publish larger than one statement', () => {
     }
   });
 });
+
+describe('bodies arrive byte for byte', () => {
+  // One, two, three and four bytes a character in UTF-8; the publish sends the bodies as one
+  // buffer of their bytes, split on a one-byte separator.
+  const texts = ['plain', 'é à ü', '€ 中文 ・', '😀🎉 𝄞', '', 'mixed é€😀 end', '"quoted\\\\ \\n"'];
+
+  async function published(bodies: readonly string[]) {
+    const db = await busDatabase(1);
+    try {
+      await db.sql`insert into bus_subscriptions (consumer, patterns, pattern_regex) values ('reader', ${['#']}::text[], ${topicRegex(['#'])})`;
+      const transport = await createPostgresBusTransport({ url: db.url, service: 'bytes', pollIntervalMs: 100 });
+      try {
+        const messages = bodies.map((body) => ({ eventId: randomUUID(), routingKey: 'case.opened', body }));
+        const outcomes = await transport.publish(messages);
+        expect(outcomes.every((o) => o.ok)).toBe(true);
+        const rows = await db.sql<{ body: string; bytes: number }[]>`select body, octet_length(body) as bytes from bus_deliveries order by id`;
+        // One transaction: a call the bus refused would have been sent again message by
+        // message (each in a transaction of its own), and come out right all the same.
+        const [tx] = await db.sql<{ n: number }[]>`select count(distinct xmin::text)::int as n from bus_deliveries`;
+        expect(tx!.n).toBe(1);
+        return rows;
+      } finally {
+        await transport.close();
+      }
+    } finally {
+      await db.drop();
+    }
+  }
+
+  it('multi-byte characters, empty bodies first, between and last, in one statement', async () => {
+    const bodies = ['', ...texts, ''];
+    const rows = await published(bodies);
+    expect(rows.map((r) => r.body)).toEqual(bodies);
+    expect(rows.map((r) => r.bytes)).toEqual(bodies.map((b) => Buffer.byteLength(b)));
+  });
+
+  it('a body holding the separator sends the call as JSON, the others unchanged', async () => {
+    const bodies = [...texts, 'a\x1eb'];
+    expect((await published(bodies)).map((r) => r.body)).toEqual(bodies);
+  });
+
+  it('four-byte characters across several statements', async () => {
+    // ~2.5 statements of bodies of 4-byte characters, each ~40 KiB.
+    const count = Math.ceil((2.5 * PUBLISH_STATEMENT_BYTES) / 40_000);
+    const bodies = Array.from({ length: count }, (_, i) => `${i}:${'😀'.repeat(10_000)}${texts[i % texts.length]}`);
+    const rows = await published(bodies);
+    expect(rows).toHaveLength(count);
+    expect(rows.every((r, i) => r.body === bodies[i])).toBe(true);
+  });
+});

@@ -116,10 +116,15 @@ class PostgresBusTransport implements Transport {
       // Atomic: all of the call or none of it. Concurrent calls run one after another, so one
       // call's rows never interleave with another's ids.
       const insert = async (): Promise<void> => {
-        const statements = publishStatements(sendable, sizes);
-        if (statements.length === 1) await this.insertStatement(this.sql, statements[0]!);
+        // Consecutive runs of the call's messages, each with its bodies' sizes.
+        let first = 0;
+        const statements = publishStatements(sendable, sizes).map((part) => {
+          first += part.length;
+          return { part, sizes: sizes.slice(first - part.length, first) };
+        });
+        if (statements.length === 1) await this.insertStatement(this.sql, statements[0]!.part, statements[0]!.sizes);
         // Several statements, one transaction: still all or nothing, pipelined on one session.
-        else await this.sql.begin((tx) => statements.map((part) => this.insertStatement(tx, part)));
+        else await this.sql.begin((tx) => statements.map((s) => this.insertStatement(tx, s.part, s.sizes)));
       };
       const inserting = this.publishTail.then(insert);
       this.publishTail = inserting.then(
@@ -148,7 +153,7 @@ class PostgresBusTransport implements Transport {
    * consumer that got rows. Headers that every message shares (an outbox drain's retention
    * headers) are sent and parsed once, not once per message.
    */
-  private insertStatement(sql: Sql | TransactionSql, messages: readonly OutgoingMessage[]) {
+  private insertStatement(sql: Sql | TransactionSql, messages: readonly OutgoingMessage[], sizes: readonly number[]) {
     const shared = sharedHeaders(messages);
     // Per-message headers are a fourth column of the zip; shared ones go once, as h below.
     const headers =
@@ -165,7 +170,7 @@ class PostgresBusTransport implements Transport {
         from rows from (
           unnest(${messages.map((m) => m.eventId)}::uuid[]),
           unnest(${messages.map((m) => m.routingKey)}::text[]),
-          ${bodiesColumn(sql, messages)}${headers.column}
+          ${bodiesColumn(sql, messages, sizes)}${headers.column}
         ) with ordinality as u(event_id, routing_key, body, ${headers.alias}ord)
       ), h as materialized (
         select ${shared ?? '{}'}::text::jsonb as headers
@@ -272,12 +277,30 @@ const BODY_SEPARATOR = '\x1e';
  * The bodies as one set-returning column, in order. Split on {@link BODY_SEPARATOR}: cheaper to
  * build and to parse than a text[] literal (every quote escaped) or JSON (about a quarter less
  * server time, ADR-071). A single body goes as JSON: an empty text splits into no element at all.
+ *
+ * The text parameter goes as its UTF-8 bytes, each body written once into one buffer (`sizes`:
+ * their byte lengths), not as a joined string: the driver would encode that string into a
+ * buffer of its own, so each statement cost two fresh half-megabyte allocations, every page a
+ * fault (ADR-085). The separator is one byte that no multi-byte UTF-8 sequence contains.
  */
-function bodiesColumn(sql: Sql | TransactionSql, messages: readonly OutgoingMessage[]) {
-  const bodies = messages.map((m) => m.body);
-  if (bodies.length > 1 && !bodies.some((b) => b.includes(BODY_SEPARATOR))) return sql`string_to_table(${bodies.join(BODY_SEPARATOR)}, ${BODY_SEPARATOR})`;
-  return sql`json_array_elements_text(${JSON.stringify(bodies)}::text::json)`;
+function bodiesColumn(sql: Sql | TransactionSql, messages: readonly OutgoingMessage[], sizes: readonly number[]) {
+  if (messages.length > 1 && !messages.some((m) => m.body.includes(BODY_SEPARATOR))) {
+    let total = messages.length - 1;
+    for (const size of sizes) total += size;
+    const text = Buffer.allocUnsafe(total);
+    let at = 0;
+    for (const [i, m] of messages.entries()) {
+      if (i > 0) text[at++] = SEPARATOR_BYTE;
+      at += text.write(m.body, at, sizes[i]!, 'utf8');
+    }
+    return sql`string_to_table(${sql.typed(text, TEXT_OID)}, ${BODY_SEPARATOR})`;
+  }
+  return sql`json_array_elements_text(${JSON.stringify(messages.map((m) => m.body))}::text::json)`;
 }
+
+const SEPARATOR_BYTE = BODY_SEPARATOR.charCodeAt(0);
+/** The text type: the driver sends a Uint8Array given as text as its bytes (patches/postgres@3.4.9.patch). */
+const TEXT_OID = 25;
 
 /**
  * Body bytes one publish statement carries at most. A statement's values live in the backend's
