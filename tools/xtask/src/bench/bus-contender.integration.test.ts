@@ -60,6 +60,15 @@ describe('bench drain: the bus contenders, each in a process of its own', () => 
     await bus.sql`truncate bus_delivery_counts, bus_deliveries`;
   }, 60_000);
 
+  it('a contender process killed from outside is reported by the next run and by close, naming the signal', async () => {
+    const bare = await startBusContender({ kind: 'bare', outboxUrl: outbox.url, pendingTable: 'bench_pending', busUrl: bus.url, batchSize: 500 });
+    process.kill(bare.pid!, 'SIGKILL');
+    await expect(bare.run()).rejects.toThrow(/bare bus contender process ended before it answered \(killed by SIGKILL\)/);
+    await expect(bare.close()).rejects.toThrow(/bare bus contender process killed by SIGKILL/);
+    const [{ n } = { n: -1 }] = await bus.sql<{ n: number }[]>`select count(*)::int as n from bus_deliveries`;
+    expect(n).toBe(0);
+  });
+
   it("the bare INSERT sends our publishes' statements: a claim's messages split at the publish's byte bound, greedily", async () => {
     // 1,200 bodies of ~600 bytes in one claim: more than one statement's bound.
     const bare = await startBusContender({ kind: 'bare', outboxUrl: outbox.url, pendingTable: 'bench_pending', busUrl: bus.url, batchSize: 4_000 });

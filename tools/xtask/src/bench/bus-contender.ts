@@ -68,6 +68,8 @@ export interface ContenderRun {
 }
 
 export interface BusContender {
+  /** The contender process's id. */
+  readonly pid: number | undefined;
   /** Run once; `headers: false` (bare only) writes the column's default `'{}'` instead of the drain's headers. */
   run(options?: { headers?: boolean }): Promise<ContenderRun>;
   close(): Promise<void>;
@@ -84,19 +86,25 @@ export async function startBusContender(spec: BusContenderSpec): Promise<BusCont
   // CRAIG_BENCH_CPU_PROF=<dir>: each contender process writes its V8 CPU profile there, as the archive engine's does.
   const profile = process.env.CRAIG_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CRAIG_BENCH_CPU_PROF}`] : [];
   const child = spawn(process.execPath, [...profile, '--import', 'tsx', MAIN, JSON.stringify(spec)], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const exited = new Promise<number | null>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) => resolve(code));
+  // How the process ended, as text; it never rejects, so a spawn error that comes while nothing
+  // awaits it is not an unhandled rejection (the next `run` or `close` reports it).
+  const exited = new Promise<{ code: number | null; how: string }>((resolve) => {
+    child.once('error', (error) => resolve({ code: null, how: `could not run: ${error.message}` }));
+    child.once('exit', (code, signal) => resolve({ code, how: signal ? `killed by ${signal}` : `exited ${code}` }));
   });
+  // A write to a process that has died fails with EPIPE: `exited` reports the death itself.
+  child.stdin.on('error', () => {});
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const next = async (): Promise<string> => {
-    const line = await Promise.race([lines.next(), exited.then((code) => ({ done: true as const, value: `exited ${code}` }))]);
-    if (line.done) throw new Error(`the ${spec.kind} bus contender process ended before it answered (${line.value ?? 'no output'})`);
+    const line = await Promise.race([lines.next(), exited.then(() => ({ done: true as const }))]);
+    // Its output ends before its exit is reported: wait for that, to say how it ended.
+    if (line.done) throw new Error(`the ${spec.kind} bus contender process ended before it answered (${(await exited).how})`);
     return line.value;
   };
   const ready = await next();
   if (ready !== 'ready') throw new Error(`the ${spec.kind} bus contender process said ${JSON.stringify(ready)} instead of ready`);
   return {
+    pid: child.pid,
     async run(options = {}) {
       child.stdin.write(options.headers === false ? 'run no-headers\n' : 'run\n');
       const answer = JSON.parse(await next()) as ContenderRun | { error: string };
@@ -105,8 +113,8 @@ export async function startBusContender(spec: BusContenderSpec): Promise<BusCont
     },
     async close() {
       child.stdin.end();
-      const code = await exited;
-      if (code !== 0) throw new Error(`the ${spec.kind} bus contender process exited with ${code}`);
+      const end = await exited;
+      if (end.code !== 0) throw new Error(`the ${spec.kind} bus contender process ${end.how}`);
     },
   };
 }
