@@ -47,4 +47,17 @@ describe('the driver sending parameters (patches/postgres@3.4.9.patch)', () => {
       conn.release();
     }
   });
+
+  it('sends a Bind with its Execute in one message buffer, for a cursor too (its Execute asks for rows at a time)', async () => {
+    // A parameter large enough that the Bind's buffer grows to hold it; the Execute follows it.
+    const big = 'é'.repeat(300_000);
+    const [one] = await db.sql<{ len: number }[]>`select length(${big}::text) as len`;
+    expect(one!.len).toBe(big.length);
+    const seen: number[] = [];
+    for await (const rows of db.sql<{ i: number; len: number }[]>`select i, length(${big}::text) as len from generate_series(1, 1000) as i order by i`.cursor(300)) {
+      expect(rows.every((r) => r.len === big.length)).toBe(true);
+      seen.push(...rows.map((r) => r.i));
+    }
+    expect(seen).toEqual(Array.from({ length: 1000 }, (_, k) => k + 1));
+  });
 });
