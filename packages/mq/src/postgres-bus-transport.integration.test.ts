@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { migrationTemplate } from '@craig/db';
+import { migrationTemplate, type Sql } from '@craig/db';
 import { eventually, testDatabase } from '@craig/testkit';
 import { describe, expect, it } from 'vitest';
 import { busDatabase, refusePoisonMessages } from '../test/helpers.ts';
@@ -46,6 +46,11 @@ describe('PostgreSQL bus tables stay bounded', () => {
   });
 });
 
+/** A subscription to every key whose deliveries are stored, not consumed: the tests read bus_deliveries themselves. */
+async function subscribeReader(sql: Sql): Promise<void> {
+  await sql`insert into bus_subscriptions (consumer, patterns, pattern_regex) values ('reader', ${['#']}::text[], ${topicRegex(['#'])})`;
+}
+
 describe('a publish larger than one statement', () => {
   // ~3.5 statements' worth of bodies: the call is split, and must still behave as one statement.
   const BODY = 600;
@@ -54,8 +59,7 @@ describe('a publish larger than one statement', () => {
 
   async function busWithRefusal() {
     const db = await busDatabase(1);
-    // Stored, not consumed: the test reads bus_deliveries itself.
-    await db.sql`insert into bus_subscriptions (consumer, patterns, pattern_regex) values ('reader', ${['#']}::text[], ${topicRegex(['#'])})`;
+    await subscribeReader(db.sql);
     await refusePoisonMessages(db.sql);
     const transport = await createPostgresBusTransport({ url: db.url, service: 'split', pollIntervalMs: 100 });
     return { db, transport };
@@ -105,7 +109,7 @@ describe('bodies arrive byte for byte', () => {
   async function published(bodies: readonly string[]) {
     const db = await busDatabase(1);
     try {
-      await db.sql`insert into bus_subscriptions (consumer, patterns, pattern_regex) values ('reader', ${['#']}::text[], ${topicRegex(['#'])})`;
+      await subscribeReader(db.sql);
       const transport = await createPostgresBusTransport({ url: db.url, service: 'bytes', pollIntervalMs: 100 });
       try {
         const messages = bodies.map((body) => ({ eventId: randomUUID(), routingKey: 'case.opened', body }));
