@@ -21,7 +21,7 @@ export { ensureRuntimeRole, scramVerifier, assertRoleName, ROLE_NAME_PATTERN, ty
 /** What a set's runtime role may do; applied per database with everything else revoked. */
 export { applyRuntimeGrants, defineRuntimeGrants, mergeRuntimeGrants, type AppliedGrants, type RuntimeGrants, type TablePrivilege } from './runtime-grants.ts';
 /** A session's own full-page-image compression, for bulk deletes (ADR-069). */
-export { compressSessionWal, sessionWalCompressor, WAL_COMPRESSION_METHODS, walCompressionOf, type SessionWalCompression, type WalCompressionMethod } from './wal-compression.ts';
+export { compressSessionWal, sessionWalCompressor, transactionWalCompression, WAL_COMPRESSION_METHODS, walCompressionOf, type SessionWalCompression, type TransactionWalCompression, type WalCompressionMethod } from './wal-compression.ts';
 /** Time-ordered ids: event ids (stageEvent's default) and archive ids. */
 export { uuidv7, isUuidv7, uuidv7Time } from './uuidv7.ts';
 export { LOCK_KEYS, assertDistinctLockKeys, type LockName } from './locks.ts';

@@ -66,3 +66,34 @@ export function sessionWalCompressor(sweep: string): (sql: Sql, method: WalCompr
     return wal;
   };
 }
+
+export interface TransactionWalCompression {
+  /** The method each transaction should set with `SET LOCAL`; absent when none should. */
+  readonly method?: WalCompressionMethod;
+  /** `wal_compression` on the pool's sessions, as the server reports it. */
+  readonly setting: string;
+  /** Why the method cannot be set (no `SET ON PARAMETER` privilege, a server built without it). */
+  readonly refused?: string;
+}
+
+/**
+ * {@link compressSessionWal} for work that runs in short transactions on a shared pool, whose
+ * sessions must not keep the setting: asks once, setting nothing, whether those transactions may
+ * compress their full-page images with `method` by `SET LOCAL` (`set_config(…, true)`). The
+ * answer holds for every session of the pool (one role, one database). A server that compresses
+ * already keeps its method, `false` keeps the server's setting, and refusal is not an error:
+ * `refused` says why, and the work goes on uncompressed.
+ */
+export async function transactionWalCompression(sql: Sql, method: WalCompressionMethod | false): Promise<TransactionWalCompression> {
+  if (method !== false && !WAL_COMPRESSION_METHODS.includes(method)) throw new TypeError(`wal compression method must be one of ${WAL_COMPRESSION_METHODS.join(', ')}: ${JSON.stringify(method)}`);
+  const [row] = await sql<{ setting: string; role: string; may_set: boolean; built: boolean }[]>`
+    select current_setting('wal_compression') as setting, current_user as role,
+           has_parameter_privilege('wal_compression', 'SET') as may_set,
+           ${method === false ? 'off' : method}::text = any(enumvals) as built
+    from pg_settings where name = 'wal_compression'`;
+  const { setting, role, may_set: maySet, built } = row!;
+  if (method === false || setting !== 'off') return { setting };
+  if (!maySet) return { setting, refused: `role ${role} may not set wal_compression (no SET ON PARAMETER privilege)` };
+  if (!built) return { setting, refused: `this server was built without ${method} for wal_compression` };
+  return { method, setting };
+}

@@ -76,7 +76,7 @@ export type { DedupHorizonOptions } from './internal/horizon-check.ts';
 export { defineEventCatalog, subscriptionGraph, type ConsumerDeclaration, type EventCatalog, type SubscriptionEdge } from './event-catalog.ts';
 
 /** The outbox worker: drain, prune, gauges, the loop; `spawnOutboxWorker` for services. */
-export { DEFAULT_DRAIN_BATCH, DEFAULT_DRAIN_BATCH_BYTES, MAX_DRAIN_BATCH, OutboxWorker, outboxBacklog, spawnOutboxWorker, type DrainResult, type OutboxWorkerOptions, type SpawnedOutboxWorker } from './outbox-worker.ts';
+export { DEFAULT_DRAIN_BATCH, DEFAULT_DRAIN_BATCH_BYTES, DEFAULT_DRAIN_WAL_COMPRESSION, MAX_DRAIN_BATCH, OutboxWorker, outboxBacklog, spawnOutboxWorker, type DrainResult, type OutboxWorkerOptions, type SpawnedOutboxWorker } from './outbox-worker.ts';
 
 /** The loop's cadence: a tick per second, a prune cycle per hour, a per-service phase. */
 export { POLL_INTERVAL_MS, PRUNE_EVERY_TICKS, pruneJitter, cadencePhase } from './cadence.ts';

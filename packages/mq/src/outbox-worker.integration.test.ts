@@ -1,6 +1,6 @@
 // The worker loop: drain before prune, the per-service phase, the cadence, gauges, shutdown.
 import { createClient, LOCK_KEYS, type Sql } from '@craig/db';
-import { eventually, type TestDatabase } from '@craig/testkit';
+import { dropRoles, eventually, type TestDatabase } from '@craig/testkit';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { busDatabase, seedOutbox, serviceDatabase } from '../test/helpers.ts';
@@ -159,5 +159,71 @@ describe('OutboxWorker loop', () => {
     expect(() => new OutboxWorker(options({ batchBytes: 0 }))).toThrow(/batchBytes must be a positive integer: 0/);
     expect(() => new OutboxWorker(options({ batchSize: 10_001 }))).toThrow(/batchSize must be at most 10000: 10001/);
     expect(() => new OutboxWorker(options({ retention: { outboxDays: -1, inboxDays: 31 } }))).toThrow(/outboxDays/);
+  });
+});
+
+describe('drain: compresses the full-page images of the rows it locks and stamps (ADR-086)', () => {
+  /** A backlog of `n` pending rows written before a checkpoint, drained: what it published and the image bytes it logged for event_outbox. */
+  async function drainFpi(overrides: Partial<OutboxWorkerOptions>, n = 5_000) {
+    await seedOutbox(db.sql, { n, ageDays: 1 });
+    const [rel] = await db.sql<{ node: string; dboid: string }[]>`
+      select pg_relation_filenode('event_outbox')::text as node, (select oid from pg_database where datname = current_database())::text as dboid`;
+    await db.sql`checkpoint`;
+    const [start] = await db.sql<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`;
+    const result = await new OutboxWorker(options(overrides)).drain();
+    // The drain commits asynchronously: a synchronous commit that writes WAL after it flushes its records too.
+    await db.sql`select pg_logical_emit_message(true, 'craig-test', 'flush')`;
+    const [wal] = await db.sql<{ fpi: number; images: number }[]>`
+      select coalesce(sum(fpi_length), 0)::int as fpi, count(*) filter (where fpi_length > 0)::int as images
+      from pg_get_wal_records_info(${start!.lsn}::pg_lsn, pg_current_wal_flush_lsn())
+      where block_ref ~ ${`rel \\d+/${rel!.dboid}/${rel!.node} `}`;
+    const [left] = await db.sql<{ pending: number; published: number }[]>`
+      select count(*) filter (where published_at is null)::int as pending, count(*) filter (where published_at is not null)::int as published from event_outbox`;
+    await db.sql`truncate event_outbox`;
+    return { result, left: left!, ...wal! };
+  }
+
+  it('sets lz4 in each drain transaction by default, and logs the same drain in well under half the image bytes', async () => {
+    await db.sql`create extension if not exists pg_walinspect`;
+    const plain = await drainFpi({ drainWalCompression: false });
+    const compressed = await drainFpi({});
+    for (const run of [plain, compressed]) {
+      expect(run.result).toEqual({ claimed: 5_000, published: 5_000, failed: 0, parked: 0, unavailable: 0 });
+      expect(run.left).toEqual({ pending: 0, published: 5_000 });
+    }
+    // Every heap page the claim locked logged one image (~8 KiB uncompressed).
+    expect(plain.images).toBeGreaterThan(30);
+    expect(plain.fpi).toBeGreaterThan(plain.images * 7_000);
+    expect(compressed.images).toBeGreaterThan(30);
+    expect(compressed.fpi).toBeLessThan(plain.fpi * 0.5);
+  });
+
+  it('a role that may not set wal_compression drains every row uncompressed and warns once per worker', async () => {
+    await db.sql`create extension if not exists pg_walinspect`;
+    const role = `craig_mq_nowal_${Math.random().toString(16).slice(2, 10)}`;
+    await db.sql.unsafe(`create role ${role} login; grant select, insert, update, delete on all tables in schema public to ${role}; grant execute on function event_outbox_claim(integer, bigint, timestamptz) to ${role}`);
+    const rolePool = createClient(Object.assign(new URL(db.url), { username: role }).toString(), { service: 'worker-test-nowal', max: 2 });
+    try {
+      const { logger, lines } = captureLogs();
+      const w = new OutboxWorker(options({ sql: rolePool, logger }));
+      await seedOutbox(db.sql, { n: 300, ageDays: 1 });
+      expect(await w.drain()).toEqual({ claimed: 300, published: 300, failed: 0, parked: 0, unavailable: 0 });
+      await seedOutbox(db.sql, { n: 20, ageDays: 1 });
+      expect(await w.drainOnce()).toEqual({ claimed: 20, published: 20, failed: 0, parked: 0, unavailable: 0 });
+      const [left] = await db.sql<{ pending: number }[]>`select count(*) filter (where published_at is null)::int as pending from event_outbox`;
+      expect(left).toEqual({ pending: 0 });
+      const refusals = lines.filter((l) => l.msg.includes('may not set wal_compression'));
+      expect(refusals).toHaveLength(1);
+      expect(refusals[0]).toMatchObject({ level: WARN, reason: `role ${role} may not set wal_compression (no SET ON PARAMETER privilege)` });
+      // And the same role's images go uncompressed: as large as the superuser's with compression off.
+      const uncompressed = await drainFpi({ sql: rolePool }, 2_000);
+      const off = await drainFpi({ drainWalCompression: false }, 2_000);
+      expect(uncompressed.result.published).toBe(2_000);
+      expect(uncompressed.fpi).toBeGreaterThan(off.fpi * 0.8);
+    } finally {
+      await rolePool.end();
+      await db.sql.unsafe(`drop owned by ${role}`);
+      await dropRoles(db.sql, [role]);
+    }
   });
 });

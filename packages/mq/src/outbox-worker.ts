@@ -1,4 +1,4 @@
-import type { Sql, WalCompressionMethod } from '@craig/db';
+import { transactionWalCompression, type Sql, type WalCompressionMethod } from '@craig/db';
 import pino, { type Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { POLL_INTERVAL_MS, PRUNE_EVERY_TICKS, pruneJitter } from './cadence.ts';
@@ -51,6 +51,12 @@ export interface OutboxWorkerOptions {
   readonly pruneCap?: number;
   /** The prune session's `wal_compression` (ADR-069): default lz4; `false` leaves the server's setting. */
   readonly pruneWalCompression?: WalCompressionMethod | false;
+  /**
+   * `wal_compression` set locally in each drain transaction (ADR-086): default
+   * {@link DEFAULT_DRAIN_WAL_COMPRESSION}; `false` leaves the server's setting, as does a server
+   * that compresses already. A role that may not set it drains uncompressed and warns once.
+   */
+  readonly drainWalCompression?: WalCompressionMethod | false;
   /** After each prune batch: progress, and a seam for tests. */
   readonly onPruneBatch?: (table: TransportTable, batch: PruneBatch) => unknown;
   /** Longest wait between drains while the transport is unreachable; default 30 s. */
@@ -66,6 +72,9 @@ export const DEFAULT_DRAIN_BATCH = 4000;
 export const MAX_DRAIN_BATCH = 10_000;
 /** Payload and headers text one drain batch claims, by default (it stops at the row reaching it). */
 export const DEFAULT_DRAIN_BATCH_BYTES = 8 * 1024 * 1024;
+
+/** How a drain transaction compresses its full-page images, by default (ADR-086). */
+export const DEFAULT_DRAIN_WAL_COMPRESSION: WalCompressionMethod = 'lz4';
 
 /** Ticks between refreshes of the pending/parked gauges. */
 const GAUGE_EVERY_TICKS = 15;
@@ -89,6 +98,8 @@ export class OutboxWorker {
   private tickNo: number;
   private backoffMs = 0;
   private backoffUntil = 0;
+  /** What the drain transactions set, asked of the server once (ADR-086); unset again when asking failed. */
+  private drainWal: Promise<WalCompressionMethod | undefined> | undefined;
 
   constructor(private readonly options: OutboxWorkerOptions) {
     assertWindows(options.retention);
@@ -118,7 +129,26 @@ export class OutboxWorker {
     return this.backoffMs;
   }
 
-  private context(turn?: DrainTurns): DrainContext {
+  /** The `wal_compression` each drain transaction sets: asked once, a refusal warned about once. */
+  private drainWalCompression(): Promise<WalCompressionMethod | undefined> {
+    this.drainWal ??= transactionWalCompression(this.options.sql, this.options.drainWalCompression ?? DEFAULT_DRAIN_WAL_COMPRESSION).then(
+      (wal) => {
+        if (wal.refused !== undefined) {
+          this.logger.warn({ reason: wal.refused }, 'outbox drain: its transactions may not set wal_compression, so they write uncompressed full-page images (grant it as a superuser: GRANT SET ON PARAMETER wal_compression TO <runtime role>; docs/adr/086-drain-wal-compression.md)');
+        }
+        return wal.method;
+      },
+      (error: unknown) => {
+        // Asked again by the next drain (the database was unreachable, say).
+        this.drainWal = undefined;
+        throw error;
+      },
+    );
+    return this.drainWal;
+  }
+
+  private async context(turn?: DrainTurns): Promise<DrainContext> {
+    const walCompression = await this.drainWalCompression();
     return {
       sql: this.options.sql,
       transport: this.options.transport,
@@ -130,12 +160,13 @@ export class OutboxWorker {
       logger: this.logger,
       metrics: this.metrics,
       ...(turn ? { turn } : {}),
+      ...(walCompression ? { walCompression } : {}),
     };
   }
 
   /** Publish one batch of pending rows, oldest first (see the package README for the guarantees). */
   async drainOnce(): Promise<DrainResult> {
-    return (await drainBatch(this.context())).result;
+    return (await drainBatch(await this.context())).result;
   }
 
   /**
@@ -145,7 +176,7 @@ export class OutboxWorker {
   async drain(signal?: AbortSignal): Promise<DrainResult> {
     const lanes = this.options.drainLanes ?? 2;
     // One context for the whole drain: its lanes share the turns and everything else.
-    const context = this.context({ claim: new Baton(), publish: new Baton() });
+    const context = await this.context({ claim: new Baton(), publish: new Baton() });
     const total = { claimed: 0, published: 0, failed: 0, parked: 0, unavailable: 0 };
     let stop = false;
     let failure: { error: unknown } | undefined;

@@ -144,6 +144,7 @@ export async function bootService<S extends BaseSettings>(settings: S, logger: L
     outboxMaxAttempts: settings.outbox.maxAttempts,
     pruneEveryTicks: settings.outbox.pruneEveryTicks,
     sweepWalCompression: settings.outbox.sweepWalCompression,
+    drainWalCompression: settings.outbox.drainWalCompression,
     logger,
   };
   const context: BootContext<S> = { settings, logger, sql, transport, registry, coreDeps, onStop: (name, stop) => life.add(name, stop) };

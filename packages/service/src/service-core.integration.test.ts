@@ -62,7 +62,7 @@ describe('serviceCore', () => {
         },
       });
       // coreDeps carries the settings every createService takes.
-      expect(booted.coreDeps).toMatchObject({ databaseUrl: db.url, adminToken: TOKEN, retention: { outboxDays: 7, inboxDays: 8 }, outboxMaxAttempts: 4, pruneEveryTicks: settings.outbox.pruneEveryTicks, sweepWalCompression: 'lz4' });
+      expect(booted.coreDeps).toMatchObject({ databaseUrl: db.url, adminToken: TOKEN, retention: { outboxDays: 7, inboxDays: 8 }, outboxMaxAttempts: 4, pruneEveryTicks: settings.outbox.pruneEveryTicks, sweepWalCompression: 'lz4', drainWalCompression: 'lz4' });
       const { port } = booted.address;
 
       const ready = await fetch(`http://127.0.0.1:${port}/readyz`);

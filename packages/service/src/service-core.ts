@@ -29,6 +29,8 @@ export interface ServiceCoreDeps {
   readonly pruneEveryTicks?: number;
   /** SWEEP_WAL_COMPRESSION: how the transport prune compresses its own full-page images; default lz4 ('off': the server's setting). */
   readonly sweepWalCompression?: BaseSettings['outbox']['sweepWalCompression'];
+  /** DRAIN_WAL_COMPRESSION: how each drain transaction compresses its own full-page images; default lz4 ('off': the server's setting). */
+  readonly drainWalCompression?: BaseSettings['outbox']['drainWalCompression'];
   readonly logger?: Logger;
   /** Outbox loop tuning (tests); defaults suit production. */
   readonly outbox?: { readonly pollIntervalMs?: number };
@@ -90,6 +92,7 @@ export function serviceCore(service: string, deps: ServiceCoreDeps, options: Ser
     ...(deps.outbox?.pollIntervalMs === undefined ? {} : { pollIntervalMs: deps.outbox.pollIntervalMs }),
     ...(deps.pruneEveryTicks === undefined ? {} : { pruneEveryTicks: deps.pruneEveryTicks }),
     ...(deps.sweepWalCompression === undefined ? {} : { pruneWalCompression: walCompressionOf(deps.sweepWalCompression) }),
+    ...(deps.drainWalCompression === undefined ? {} : { drainWalCompression: walCompressionOf(deps.drainWalCompression) }),
   });
   return { app, outbox, logger };
 }

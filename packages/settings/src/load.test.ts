@@ -63,6 +63,14 @@ describe('loadServiceSettings', () => {
     expect(loadServiceSettings('cases', { ...base, CRAIG__SWEEP_WAL_COMPRESSION: 'off', CRAIG_CASES__SWEEP_WAL_COMPRESSION: 'zstd' }).outbox.sweepWalCompression).toBe('zstd');
   });
 
+  it('reads DRAIN_WAL_COMPRESSION apart from SWEEP_WAL_COMPRESSION: lz4 by default, fleet-wide or per service', () => {
+    expect(loadServiceSettings('cases', base).outbox.drainWalCompression).toBe('lz4');
+    expect(loadServiceSettings('cases', { ...base, CRAIG__SWEEP_WAL_COMPRESSION: 'off' }).outbox.drainWalCompression).toBe('lz4');
+    expect(loadServiceSettings('cases', { ...base, CRAIG__DRAIN_WAL_COMPRESSION: 'off', CRAIG_CASES__DRAIN_WAL_COMPRESSION: 'pglz' }).outbox).toMatchObject({ drainWalCompression: 'pglz', sweepWalCompression: 'lz4' });
+    const { issues } = problems('cases', { ...base, CRAIG_CASES__DRAIN_WAL_COMPRESSION: 'gzip' });
+    expect(issues).toEqual([expect.objectContaining({ path: 'outbox.drainWalCompression', variable: 'CRAIG_CASES__DRAIN_WAL_COMPRESSION', value: 'gzip' })]);
+  });
+
   it.each(['LZ4', 'on', 'gzip', ''])('refuses SWEEP_WAL_COMPRESSION %j, naming the variable, the value and the choices', (raw) => {
     const { error, issues } = problems('cases', { ...base, CRAIG_CASES__SWEEP_WAL_COMPRESSION: raw });
     expect(issues).toHaveLength(1);

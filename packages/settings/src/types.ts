@@ -64,6 +64,8 @@ export interface BaseSettings {
     readonly pruneEveryTicks: number;
     /** SWEEP_WAL_COMPRESSION: how the sweeps compress their own full-page images ('off': the server's setting); default lz4. */
     readonly sweepWalCompression: 'lz4' | 'zstd' | 'pglz' | 'off';
+    /** DRAIN_WAL_COMPRESSION: how each outbox drain transaction compresses its full-page images ('off': the server's setting); default lz4. */
+    readonly drainWalCompression: 'lz4' | 'zstd' | 'pglz' | 'off';
   };
   readonly inbox: {
     /** INBOX_MAX_RETRIES: retries of a handler that threw. */

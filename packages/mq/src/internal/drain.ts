@@ -1,4 +1,4 @@
-import type { Sql, TransactionSql } from '@craig/db';
+import type { Sql, TransactionSql, WalCompressionMethod } from '@craig/db';
 import type { Logger } from 'pino';
 import { retentionHeaders } from '../dedup-horizon.ts';
 import { assertEventFields, encodeEnvelope } from '../envelope.ts';
@@ -35,6 +35,8 @@ export interface DrainContext {
   readonly metrics: MqMetrics | undefined;
   /** Shared by concurrent lanes: claims, and publish calls, go in turn (see {@link DrainTurns}). */
   readonly turn?: DrainTurns;
+  /** Set with `SET LOCAL` in every drain transaction: how its full-page images are compressed (ADR-086). */
+  readonly walCompression?: WalCompressionMethod;
 }
 
 /**
@@ -158,9 +160,14 @@ async function claimAndPublish(ctx: DrainContext, releaseClaim: () => void): Pro
     // inboxes dedupe), so this commit need not wait for its WAL flush. (Sent with the claim,
     // in one round trip: a SET LOCAL counts at commit wherever it stands in the transaction.)
     const asyncCommit = tx`set local synchronous_commit = off`;
+    // A drain's claim locks, and its stamp updates, rows a backlog wrote before the last
+    // checkpoint: each page's first change logs the whole page. Compressed, as the sweep's are
+    // (ADR-069), for this transaction only: the pool's sessions are shared (ADR-086). Sent ahead
+    // of the claim in the same round trip, so it is in force when the claim locks its rows.
+    const compress = ctx.walCompression ? tx`select set_config('wal_compression', ${ctx.walCompression}, true)` : undefined;
     // Row and byte bounded, locking only the rows it returns (sql/000005_outbox_claim.sql).
     const claim = tx<ClaimedRow[]>`select * from event_outbox_claim(${ctx.batchSize}, ${ctx.batchBytes}, ${horizonSql(tx, ctx.retention)})`;
-    const [, rows] = await Promise.all([asyncCommit, claim]);
+    const [, , rows] = await Promise.all([asyncCommit, compress, claim]);
     if (rows.length === 0) {
       releaseClaim();
       return { result: { claimed: 0, published: 0, failed: 0, parked: 0, unavailable: 0 }, full: false };

@@ -50,6 +50,14 @@ export function commonDefs(httpPort: number): SettingDef[] {
       description:
         "How the transport prune (and inventory's cleanup runner) compress the full-page images of their own deletes (`wal_compression` on their sessions, ADR-069): `lz4`, `zstd`, `pglz`, or `off` for the server's setting. A server that compresses already keeps its method; the runtime role needs `SET ON PARAMETER wal_compression` (granted by the migration login when it is a superuser), else the sweeps run uncompressed and warn once.",
     }),
+    def({
+      key: 'DRAIN_WAL_COMPRESSION',
+      path: 'outbox.drainWalCompression',
+      schema: v.walCompression,
+      default: 'lz4',
+      description:
+        "How each outbox drain transaction compresses the full-page images of the rows it locks and stamps (`SET LOCAL wal_compression`, ADR-086): `lz4`, `zstd`, `pglz`, or `off` for the server's setting. A backlog's rows were written before the last checkpoint, so the drain's first change to each page logs the whole page. A server that compresses already keeps its method; without `SET ON PARAMETER wal_compression` the runtime role drains uncompressed and warns once.",
+    }),
     def({ key: 'INBOX_MAX_RETRIES', path: 'inbox.maxRetries', schema: v.wholeNumber(0, 100, 'retries'), default: '5', description: 'Handler retries before a message is dead-lettered.' }),
     def({
       key: 'INBOX_MAX_DELIVERIES',
