@@ -28,7 +28,7 @@ if (spec.kind === 'ours') {
   // The outbox's pool and the transport live as long as the process, as a service's do.
   const sql = createClient(spec.outboxUrl, { service: APPS.outbox, max: spec.lanes + 1, idleTimeoutSeconds: 0 });
   const transport = await createPostgresBusTransport({ url: spec.busUrl, service: 'bench' });
-  const worker = new OutboxWorker({ service: 'bench', sql, databaseUrl: spec.outboxUrl, transport, retention: RETENTION, maxAttempts: 10, registry: new Registry(), batchSize: spec.batchSize, drainLanes: spec.lanes });
+  const worker = new OutboxWorker({ service: 'bench', sql, databaseUrl: spec.outboxUrl, transport, retention: RETENTION, maxAttempts: 10, registry: new Registry(), batchSize: spec.batchSize, drainLanes: spec.lanes, drainWalCompression: spec.walCompression });
   await sql`select 1`;
   run = async () => {
     const r = await worker.drain();

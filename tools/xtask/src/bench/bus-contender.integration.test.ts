@@ -91,7 +91,7 @@ describe('bench drain: the bus contenders, each in a process of its own', () => 
   }, 60_000);
 
   it('our drain publishes every pending event once per run, on the same backends from one run to the next', async () => {
-    const ours = await startBusContender({ kind: 'ours', outboxUrl: outbox.url, busUrl: bus.url, batchSize: 500, lanes: 2 });
+    const ours = await startBusContender({ kind: 'ours', outboxUrl: outbox.url, busUrl: bus.url, batchSize: 500, lanes: 2, walCompression: 'lz4' });
     started.push(ours);
     const pids = async () => (await outbox.sql<{ pid: number }[]>`select pid from pg_stat_activity where application_name = ${APPS.outbox} order by pid`).map((r) => r.pid);
     const counts = async () => {

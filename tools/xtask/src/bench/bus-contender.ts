@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { Sql } from '@craig/db';
+import type { Sql, WalCompressionMethod } from '@craig/db';
 import { encodeEnvelope, retentionHeaders } from '@craig/mq';
 
 export interface Message {
@@ -47,7 +47,7 @@ export async function messagesOf(sql: Sql, table = 'event_outbox'): Promise<Mess
 /** What a contender process runs, every time it is asked. */
 export type BusContenderSpec =
   /** Our drain: `OutboxWorker.drain` from the outbox at `outboxUrl` into the bus at `busUrl`, on a pool and a transport kept for the process's life. */
-  | { readonly kind: 'ours'; readonly outboxUrl: string; readonly busUrl: string; readonly batchSize: number; readonly lanes: number }
+  | { readonly kind: 'ours'; readonly outboxUrl: string; readonly busUrl: string; readonly batchSize: number; readonly lanes: number; readonly walCompression: WalCompressionMethod | false }
   /**
    * The bare multi-row INSERT of `pendingTable`'s messages (read once, at start) into the bus, in
    * the statements our drain's publishes send (each `batchSize` messages split at

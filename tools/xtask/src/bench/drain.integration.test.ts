@@ -19,7 +19,7 @@ describe('pnpm xtask bench drain (small)', () => {
     // Two rounds: the second one runs on a bus the first filled and cleared (delivery counts reference deliveries).
     expect(await runXtask(['bench', 'drain', '--events', '3000', '--batch', '500', '--rounds', '2'], { root, stdout: out, stderr: err })).toBe(0);
     const result = JSON.parse(await readFile(join(root, 'bench/results/drain.json'), 'utf8'));
-    expect(result).toMatchObject({ suite: 'drain', rounds: 2, events: 3000, targets: { rabbitmq: 0.85, postgresBus: 0.8 } });
+    expect(result).toMatchObject({ suite: 'drain', rounds: 2, events: 3000, walCompression: 'lz4', targets: { rabbitmq: 0.85, postgresBus: 0.8 } });
     for (const t of [result.rabbitmq, result.postgresBus]) {
       expect(t.perRound.map((r: { round: number; first: string }) => [r.round, r.first])).toEqual([
         [1, 'ours'],
@@ -76,5 +76,11 @@ describe('pnpm xtask bench drain (small)', () => {
     const err = capture();
     expect(await runXtask(['bench', 'drain', '--transport', 'kafka'], { root, stdout: capture(), stderr: err })).toBe(2);
     expect(err.text()).toContain('--transport');
+  });
+
+  it('refuses a wal compression it does not know, naming it and the choices', async () => {
+    const err = capture();
+    expect(await runXtask(['bench', 'drain', '--wal-compression', 'gzip'], { root, stdout: capture(), stderr: err })).toBe(2);
+    expect(err.text()).toContain('--wal-compression must be off or one of lz4, zstd, pglz: gzip');
   });
 });

@@ -3,13 +3,14 @@ import { cpus } from 'node:os';
 import { once } from 'node:events';
 import { createClient, migrationTemplate, type Sql } from '@craig/db';
 import { BUS_MIGRATIONS, createRabbitMqTransport, DEFAULT_DRAIN_BATCH, OutboxWorker, PUBLISH_STATEMENT_BYTES, type Transport } from '@craig/mq';
+import type { WalCompressionMethod } from '@craig/db';
 import { rabbitmq, testDatabase, type TestDatabase } from '@craig/testkit';
 import { connect, type ConfirmChannel } from 'amqplib';
 import { Registry } from 'prom-client';
 import { UsageError, writeLine } from '../command.ts';
 import { withCpu } from './backend-cpu.ts';
 import { APPS, HEADERS, messagesOf, RETENTION, startBusContender, subscribeSink, type BusContender, type Message } from './bus-contender.ts';
-import { machineInfo, roundsOption, runRecord, spread } from './rounds.ts';
+import { machineInfo, roundsOption, runRecord, spread, walCompressionOption } from './rounds.ts';
 import { outboxCopy } from './fixtures.ts';
 import { printTable, rate, ratio, writeResult } from './measure.ts';
 import type { BenchSuite } from './suite.ts';
@@ -55,8 +56,8 @@ async function pendingOutbox(events: number) {
 }
 
 /** Our drain: OutboxWorker.drain until nothing is pending, on the outbox's long-lived pool. */
-async function drainAll(db: TestDatabase, sql: Sql, transport: Transport, batchSize: number, lanes: number): Promise<{ ms: number; published: number }> {
-  const worker = new OutboxWorker({ service: 'bench', sql, databaseUrl: db.url, transport, retention: RETENTION, maxAttempts: 10, registry: new Registry(), batchSize, drainLanes: lanes });
+async function drainAll(db: TestDatabase, sql: Sql, transport: Transport, batchSize: number, lanes: number, walCompression: WalCompressionMethod | false): Promise<{ ms: number; published: number }> {
+  const worker = new OutboxWorker({ service: 'bench', sql, databaseUrl: db.url, transport, retention: RETENTION, maxAttempts: 10, registry: new Registry(), batchSize, drainLanes: lanes, drainWalCompression: walCompression });
   const started = performance.now();
   const r = await worker.drain();
   if (r.unavailable > 0 || r.failed > 0 || r.parked > 0) throw new Error(`drain did not go cleanly: ${JSON.stringify(r)}`);
@@ -165,7 +166,7 @@ async function round(n: number, bare: () => Promise<number>, drain: () => Promis
   return { round: n, first: n % 2 === 1 ? 'ours' : 'baseline', oursEventsPerSec: o, ceilingEventsPerSec: c, ratio: ratio(o, c) };
 }
 
-async function rabbit(events: number, batchSize: number, lanes: number, rounds: number, log: (l: string) => void) {
+async function rabbit(events: number, batchSize: number, lanes: number, walCompression: WalCompressionMethod | false, rounds: number, log: (l: string) => void) {
   const url = await rabbitmq();
   const exchange = `craig.bench.${randomBytes(4).toString('hex')}`;
   const sink = `${exchange}.sink`;
@@ -195,7 +196,7 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
         };
         const drain = async () => {
           await outbox.restore();
-          const r = await drainAll(db, sql, transport, batchSize, lanes);
+          const r = await drainAll(db, sql, transport, batchSize, lanes, walCompression);
           const [{ n } = { n: 0 }] = await db.sql<{ n: number }[]>`select count(*)::int as n from event_outbox where published_at is null`;
           if (n !== 0 || r.published !== events) throw new Error(`drain left ${n} pending / published ${r.published}`);
           const routed = (await admin.checkQueue(sink)).messageCount;
@@ -237,7 +238,7 @@ async function rabbit(events: number, batchSize: number, lanes: number, rounds: 
   }
 }
 
-async function postgresBus(events: number, batchSize: number, lanes: number, rounds: number, log: (l: string) => void) {
+async function postgresBus(events: number, batchSize: number, lanes: number, walCompression: WalCompressionMethod | false, rounds: number, log: (l: string) => void) {
   const bus = await testDatabase({ template: migrationTemplate([BUS_MIGRATIONS]), prefix: 'craig_bench', max: 1 });
   const contenders: BusContender[] = [];
   try {
@@ -249,7 +250,7 @@ async function postgresBus(events: number, batchSize: number, lanes: number, rou
     try {
       // Each contender in a process of its own, kept for every round (bus-contender.ts): our
       // drain with its pool and transport, the bare INSERT with its session and its messages.
-      const ours = await startBusContender({ kind: 'ours', outboxUrl: db.url, busUrl: bus.url, batchSize, lanes });
+      const ours = await startBusContender({ kind: 'ours', outboxUrl: db.url, busUrl: bus.url, batchSize, lanes, walCompression });
       contenders.push(ours);
       const ceiling = await startBusContender({ kind: 'bare', outboxUrl: db.url, pendingTable: 'bench_pending', busUrl: bus.url, batchSize });
       contenders.push(ceiling);
@@ -350,7 +351,7 @@ function cpuSummary(rounds: readonly Round[], ceilingEventsPerSec: number) {
 export const drainSuite: BenchSuite = {
   name: 'drain',
   summary: 'outbox drain to RabbitMQ vs a bare confirm-channel loop, and to the PostgreSQL bus vs a bare INSERT',
-  options: ['events', 'batch', 'lanes', 'transport', 'rounds'],
+  options: ['events', 'batch', 'lanes', 'transport', 'rounds', 'wal-compression'],
   async run(ctx, options) {
     const events = Number(options.get('events') ?? 100_000);
     // The worker's own default, which the bare INSERT's statements match row for row.
@@ -362,13 +363,16 @@ export const drainSuite: BenchSuite = {
     for (const [name, n] of [['events', events], ['batch', batchSize], ['lanes', lanes]] as const) {
       if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer: ${n}`);
     }
+    // Our drain's transactions' wal_compression (ADR-086): its default, lz4; off for the server's.
+    const { text: walOption, method: walCompression } = walCompressionOption(options);
     const record = runRecord('drain', options, rounds);
     const log = (line: string) => writeLine(ctx.stderr, `[bench drain] ${line}`);
-    const r = which !== 'postgres' ? await rabbit(events, batchSize, lanes, rounds, log) : undefined;
-    const p = which !== 'rabbitmq' ? await postgresBus(events, batchSize, lanes, rounds, log) : undefined;
+    const r = which !== 'postgres' ? await rabbit(events, batchSize, lanes, walCompression, rounds, log) : undefined;
+    const p = which !== 'rabbitmq' ? await postgresBus(events, batchSize, lanes, walCompression, rounds, log) : undefined;
     const result = {
       ...record.finish(await machineInfo(r ? { rabbitmq: r.brokerVersion } : {})),
       events,
+      walCompression: walOption,
       ...(r ? { ratio: r.ratio, rabbitmq: r } : {}),
       ...(p ? { postgresBus: p } : {}),
       targets: { rabbitmq: 0.85, postgresBus: 0.8 },
