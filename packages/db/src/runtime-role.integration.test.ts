@@ -10,7 +10,7 @@ import { RuntimeRoleError } from './errors.ts';
 import { migrate, migrationTemplate, type MigrationSet } from './migrate.ts';
 import { applyRuntimeGrants, defineRuntimeGrants } from './runtime-grants.ts';
 import { ensureRuntimeRole } from './runtime-role.ts';
-import { compressSessionWal, sessionWalCompressor } from './wal-compression.ts';
+import { compressSessionWal, sessionWalCompressor, transactionWalCompression } from './wal-compression.ts';
 
 // Roles are cluster-wide: each test names its own and drops it at the end (after the databases
 // that hold its grants).
@@ -86,6 +86,11 @@ describe('ensureRuntimeRole', () => {
     expect((await ensureRuntimeRole(db.sql, { role })).parameters).toEqual([{ parameter: 'wal_compression', status: 'held' }]);
     const sql = as(role);
     try {
+      // A pool's transactions may set it locally; asking sets nothing.
+      expect(await transactionWalCompression(sql, 'lz4')).toEqual({ method: 'lz4', setting: 'off' });
+      expect(await transactionWalCompression(sql, false)).toEqual({ setting: 'off' });
+      await expect(transactionWalCompression(sql, 'gzip' as 'lz4')).rejects.toThrow('wal compression method must be one of lz4, zstd, pglz: "gzip"');
+      expect(await sql`select current_setting('wal_compression') as s`).toEqual([{ s: 'off' }]);
       expect(await compressSessionWal(sql, 'lz4')).toEqual({ setting: 'lz4', changed: true });
       // Another superuser parameter stays out of reach.
       expect(await sqlstate(sql`set log_statement = 'none'`)).toBe('42501');
@@ -111,6 +116,8 @@ describe('ensureRuntimeRole', () => {
       const outcome = await compressSessionWal(runtime, 'lz4');
       expect(outcome).toMatchObject({ setting: 'off', changed: false });
       expect(outcome.refused).toMatch(/permission denied to set parameter "wal_compression"/);
+      // A drain's transactions are told before they try, so none aborts on the SET.
+      expect(await transactionWalCompression(runtime, 'lz4')).toEqual({ setting: 'off', refused: `role ${role} may not set wal_compression (no SET ON PARAMETER privilege)` });
       // A sweep's compressor says so once, naming the sweep; each compressor once.
       const warnings: Array<{ reason: string; msg: string }> = [];
       const logger = { warn: (fields: { reason: string }, msg: string) => void warnings.push({ ...fields, msg }) } as unknown as Logger;

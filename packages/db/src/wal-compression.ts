@@ -86,13 +86,16 @@ export interface TransactionWalCompression {
  */
 export async function transactionWalCompression(sql: Sql, method: WalCompressionMethod | false): Promise<TransactionWalCompression> {
   if (method !== false && !WAL_COMPRESSION_METHODS.includes(method)) throw new TypeError(`wal compression method must be one of ${WAL_COMPRESSION_METHODS.join(', ')}: ${JSON.stringify(method)}`);
-  const [row] = await sql<{ setting: string; role: string; may_set: boolean; built: boolean }[]>`
-    select current_setting('wal_compression') as setting, current_user as role,
-           has_parameter_privilege('wal_compression', 'SET') as may_set,
-           ${method === false ? 'off' : method}::text = any(enumvals) as built
-    from pg_settings where name = 'wal_compression'`;
-  const { setting, role, may_set: maySet, built } = row!;
+  const [server] = await sql<{ setting: string; version: number }[]>`
+    select current_setting('wal_compression') as setting, current_setting('server_version_num')::int as version`;
+  const { setting, version } = server!;
   if (method === false || setting !== 'off') return { setting };
+  // Parameter privileges, and every method but pglz, came with PostgreSQL 15.
+  if (version < 150000) return { setting, refused: `wal_compression methods and their SET privilege need PostgreSQL 15 (server ${version})` };
+  const [row] = await sql<{ role: string; may_set: boolean; built: boolean }[]>`
+    select current_user as role, has_parameter_privilege('wal_compression', 'SET') as may_set, ${method}::text = any(enumvals) as built
+    from pg_settings where name = 'wal_compression'`;
+  const { role, may_set: maySet, built } = row!;
   if (!maySet) return { setting, refused: `role ${role} may not set wal_compression (no SET ON PARAMETER privilege)` };
   if (!built) return { setting, refused: `this server was built without ${method} for wal_compression` };
   return { method, setting };

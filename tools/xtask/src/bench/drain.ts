@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { cpus } from 'node:os';
 import { once } from 'node:events';
-import { createClient, migrationTemplate, type Sql } from '@craig/db';
+import { createClient, migrationTemplate, type Sql, type WalCompressionMethod } from '@craig/db';
 import { BUS_MIGRATIONS, createRabbitMqTransport, DEFAULT_DRAIN_BATCH, OutboxWorker, PUBLISH_STATEMENT_BYTES, type Transport } from '@craig/mq';
-import type { WalCompressionMethod } from '@craig/db';
 import { rabbitmq, testDatabase, type TestDatabase } from '@craig/testkit';
 import { connect, type ConfirmChannel } from 'amqplib';
 import { Registry } from 'prom-client';
