@@ -17,6 +17,10 @@ export function walCompressionOf(value: WalCompressionMethod | 'off'): WalCompre
   return value === 'off' ? false : value;
 }
 
+function assertMethod(method: WalCompressionMethod | false): void {
+  if (method !== false && !WAL_COMPRESSION_METHODS.includes(method)) throw new TypeError(`wal compression method must be one of ${WAL_COMPRESSION_METHODS.join(', ')}: ${JSON.stringify(method)}`);
+}
+
 export interface SessionWalCompression {
   /** `wal_compression` on the session afterwards, as the server reports it. */
   readonly setting: string;
@@ -33,7 +37,7 @@ export interface SessionWalCompression {
  * and `refused` says why.
  */
 export async function compressSessionWal(sql: Sql, method: WalCompressionMethod | false): Promise<SessionWalCompression> {
-  if (method !== false && !WAL_COMPRESSION_METHODS.includes(method)) throw new TypeError(`wal compression method must be one of ${WAL_COMPRESSION_METHODS.join(', ')}: ${JSON.stringify(method)}`);
+  assertMethod(method);
   const [current] = await sql<{ setting: string }[]>`select current_setting('wal_compression') as setting`;
   if (method === false || current!.setting !== 'off') return { setting: current!.setting, changed: false };
   let set: { setting: string } | undefined;
@@ -85,7 +89,7 @@ export interface TransactionWalCompression {
  * `refused` says why, and the work goes on uncompressed.
  */
 export async function transactionWalCompression(sql: Sql, method: WalCompressionMethod | false): Promise<TransactionWalCompression> {
-  if (method !== false && !WAL_COMPRESSION_METHODS.includes(method)) throw new TypeError(`wal compression method must be one of ${WAL_COMPRESSION_METHODS.join(', ')}: ${JSON.stringify(method)}`);
+  assertMethod(method);
   const [server] = await sql<{ setting: string; version: number }[]>`
     select current_setting('wal_compression') as setting, current_setting('server_version_num')::int as version`;
   const { setting, version } = server!;

@@ -3,7 +3,7 @@ import { createClient, LOCK_KEYS, type Sql } from '@craig/db';
 import { dropRoles, eventually, type TestDatabase } from '@craig/testkit';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { busDatabase, seedOutbox, serviceDatabase } from '../test/helpers.ts';
+import { busDatabase, seedOutbox, serviceDatabase, walImagesOf } from '../test/helpers.ts';
 import { captureLogs, WARN } from '../test/log-capture.ts';
 import { pruneJitter } from './cadence.ts';
 import { OutboxWorker, spawnOutboxWorker, type OutboxWorkerOptions } from './outbox-worker.ts';
@@ -166,21 +166,11 @@ describe('drain: compresses the full-page images of the rows it locks and stamps
   /** A backlog of `n` pending rows written before a checkpoint, drained: what it published and the image bytes it logged for event_outbox. */
   async function drainFpi(overrides: Partial<OutboxWorkerOptions>, n = 5_000) {
     await seedOutbox(db.sql, { n, ageDays: 1 });
-    const [rel] = await db.sql<{ node: string; dboid: string }[]>`
-      select pg_relation_filenode('event_outbox')::text as node, (select oid from pg_database where datname = current_database())::text as dboid`;
-    await db.sql`checkpoint`;
-    const [start] = await db.sql<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`;
-    const result = await new OutboxWorker(options(overrides)).drain();
-    // The drain commits asynchronously: a synchronous commit that writes WAL after it flushes its records too.
-    await db.sql`select pg_logical_emit_message(true, 'craig-test', 'flush')`;
-    const [wal] = await db.sql<{ fpi: number; images: number }[]>`
-      select coalesce(sum(fpi_length), 0)::int as fpi, count(*) filter (where fpi_length > 0)::int as images
-      from pg_get_wal_records_info(${start!.lsn}::pg_lsn, pg_current_wal_flush_lsn())
-      where block_ref ~ ${`rel \\d+/${rel!.dboid}/${rel!.node} `}`;
+    const wal = await walImagesOf(db.sql, 'event_outbox', () => new OutboxWorker(options(overrides)).drain());
     const [left] = await db.sql<{ pending: number; published: number }[]>`
       select count(*) filter (where published_at is null)::int as pending, count(*) filter (where published_at is not null)::int as published from event_outbox`;
     await db.sql`truncate event_outbox`;
-    return { result, left: left!, ...wal! };
+    return { ...wal, left: left! };
   }
 
   it('sets lz4 in each drain transaction by default, and logs the same drain in well under half the image bytes', async () => {

@@ -4,7 +4,7 @@ import { classifyPgError, createClient, LOCK_KEYS, SessionLostError } from '@cra
 import { dropRoles, eventually, type TestDatabase } from '@craig/testkit';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { counts, seedInbox, seedOutbox, serviceDatabase } from '../test/helpers.ts';
+import { counts, seedInbox, seedOutbox, serviceDatabase, walImagesOf } from '../test/helpers.ts';
 import { captureLogs, INFO, WARN } from '../test/log-capture.ts';
 import { resumePrune } from './prune-latch.ts';
 import { pruneTransportTables, previewTransportPrune, type PruneCycleOptions, type TransportTable } from './transport-prune.ts';
@@ -300,18 +300,7 @@ describe('transport sweep: compresses the full-page images of its own deletes (A
   /** Seed aged published rows, checkpoint (so every page the sweep changes logs a full-page image), sweep; the FPI bytes it logged for event_outbox. */
   async function sweepFpi(options: Partial<PruneCycleOptions>) {
     await seedOutbox(db.sql, { n: 5_000, ageDays: 40, published: true });
-    const [rel] = await db.sql<{ node: string; dboid: string }[]>`
-      select pg_relation_filenode('event_outbox')::text as node, (select oid from pg_database where datname = current_database())::text as dboid`;
-    await db.sql`checkpoint`;
-    const [start] = await db.sql<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`;
-    const result = await cycle(options);
-    // The sweep commits asynchronously: a synchronous commit that writes WAL after it flushes its records too.
-    await db.sql`select pg_logical_emit_message(true, 'craig-test', 'flush')`;
-    const [wal] = await db.sql<{ fpi: number; records: number }[]>`
-      select coalesce(sum(fpi_length), 0)::int as fpi, count(*)::int as records
-      from pg_get_wal_records_info(${start!.lsn}::pg_lsn, pg_current_wal_flush_lsn())
-      where block_ref ~ ${`rel \\d+/${rel!.dboid}/${rel!.node} `}`;
-    return { result, ...wal! };
+    return walImagesOf(db.sql, 'event_outbox', () => cycle(options));
   }
 
   it('sets lz4 on its session by default and logs the same deletes in well under half the full-page-image bytes', async () => {

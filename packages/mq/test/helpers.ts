@@ -49,3 +49,22 @@ export async function counts(sql: Sql): Promise<{ outbox: number; inbox: number 
     select (select count(*) from event_outbox)::int as outbox, (select count(*) from event_inbox)::int as inbox`;
   return row!;
 }
+
+/**
+ * Checkpoint, run `work`, and sum the full-page images the WAL holds for `table` since the
+ * checkpoint (pg_walinspect, which the caller creates): every page `work` changes logs one. The
+ * work may commit asynchronously: a synchronous commit after it flushes its records too.
+ */
+export async function walImagesOf<T>(sql: Sql, table: string, work: () => Promise<T>): Promise<{ result: T; fpi: number; images: number; records: number }> {
+  const [rel] = await sql<{ node: string; dboid: string }[]>`
+    select pg_relation_filenode(${table})::text as node, (select oid from pg_database where datname = current_database())::text as dboid`;
+  await sql`checkpoint`;
+  const [start] = await sql<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`;
+  const result = await work();
+  await sql`select pg_logical_emit_message(true, 'craig-test', 'flush')`;
+  const [wal] = await sql<{ fpi: number; images: number; records: number }[]>`
+    select coalesce(sum(fpi_length), 0)::int as fpi, count(*) filter (where fpi_length > 0)::int as images, count(*)::int as records
+    from pg_get_wal_records_info(${start!.lsn}::pg_lsn, pg_current_wal_flush_lsn())
+    where block_ref ~ ${`rel \\d+/${rel!.dboid}/${rel!.node} `}`;
+  return { result, ...wal! };
+}
