@@ -45,6 +45,27 @@ describe('pnpm xtask bench prune (small)', () => {
     expect(result.flatLateHalf).toBeGreaterThan(0);
   }, 180_000);
 
+  it("prunes ADR-087's HOT outbox ceiling (no index on published_at) of exactly the rows the shipped one loses, and says it is no verdict", async () => {
+    const out = capture();
+    const err = capture();
+    expect(await runXtask(['bench', 'prune', '--rows', '20000', '--rounds', '1', '--scale', '20000', '--scale-rounds', '1', '--idle-seconds', '1'], { root, stdout: capture(), stderr: capture() })).toBe(0);
+    const shipped = JSON.parse(await readFile(join(root, 'bench/results/prune.json'), 'utf8'));
+    expect(await runXtask(['bench', 'prune', '--outbox', 'hot-ceiling', '--rows', '20000', '--rounds', '1', '--scale', '20000', '--scale-rounds', '1', '--idle-seconds', '1'], { root, stdout: out, stderr: err })).toBe(0);
+    const hot = JSON.parse(await readFile(join(root, 'bench/results/prune.json'), 'utf8'));
+    expect(shipped.outbox).toBe('shipped');
+    expect(hot.outbox).toBe('hot-ceiling');
+    // The same fixture: the sweep over created_at, checking published_at in the heap, deletes
+    // the very rows the partial prune index led it to (and the single DELETE, on each copy).
+    expect(hot.deleted).toBe(shipped.deleted);
+    expect(err.text()).toContain('outbox: hot-ceiling (ADR-087), not the shipped outbox');
+  }, 180_000);
+
+  it('refuses the noindex variant on the HOT outbox ceiling, which has no such index to drop', async () => {
+    const err = capture();
+    expect(await runXtask(['bench', 'prune', '--outbox', 'hot-ceiling', '--variants', 'noindex'], { root, stdout: capture(), stderr: err })).toBe(2);
+    expect(err.text()).toContain('--variants noindex drops the shipped prune index, which --outbox hot-ceiling has not got');
+  });
+
   it('refuses a scale that repeats a size, naming it', async () => {
     const err = capture();
     expect(await runXtask(['bench', 'prune', '--scale', '1000,1000'], { root, stdout: capture(), stderr: err })).toBe(2);

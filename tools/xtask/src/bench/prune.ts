@@ -7,6 +7,7 @@ import { outboxPruneTarget, pruneTable, pruneTransportTables, PRUNE_MAX_BATCH, P
 import type { TestDatabase } from '@craig/testkit';
 import { UsageError, writeLine } from '../command.ts';
 import { outboxCopy, outboxWriter, walPosition, warm } from './fixtures.ts';
+import { hotOutboxCeiling, outboxOption, type BenchOutbox } from './hot-outbox.ts';
 import { latencyStats, pooledP99, printTable, rate, ratio, writeResult, type LatencyStats } from './measure.ts';
 import { alternate, machineInfo, roundsOption, runRecord, scalingRounds, spread, walCompressionOption } from './rounds.ts';
 import type { BenchSuite } from './suite.ts';
@@ -152,9 +153,15 @@ const noIndex = (db: TestDatabase, batchSize: number) =>
     }
   });
 
-export async function withCopy<T>(rows: number, fn: (db: TestDatabase) => Promise<T>): Promise<T> {
+export async function withCopy<T>(rows: number, fn: (db: TestDatabase) => Promise<T>, outbox: BenchOutbox = 'shipped'): Promise<T> {
   const db = await outboxCopy(rows);
   try {
+    if (outbox === 'hot-ceiling') {
+      await hotOutboxCeiling(db.sql);
+      // Lay the copy's rows out at fillfactor 50, as a HOT outbox's pages would hold them.
+      await db.sql`vacuum full event_outbox`;
+      await db.sql`vacuum analyze event_outbox`;
+    }
     return await fn(db);
   } finally {
     await db.drop();
@@ -166,7 +173,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const pruneSuite: BenchSuite = {
   name: 'prune',
   summary: 'transport prune (key-range batches, adaptive size) vs one unbatched DELETE, alternating rounds, with a concurrent writer',
-  options: ['rows', 'batch', 'target-ms', 'scale', 'scale-rounds', 'variants', 'idle-seconds', 'rounds', 'wal-compression'],
+  options: ['rows', 'batch', 'target-ms', 'scale', 'scale-rounds', 'variants', 'idle-seconds', 'rounds', 'wal-compression', 'outbox'],
   async run(ctx, options) {
     const rows = Number(options.get('rows') ?? 1_000_000);
     const fixed = options.get('batch');
@@ -179,6 +186,9 @@ export const pruneSuite: BenchSuite = {
     const scaleRounds = Number(options.get('scale-rounds') ?? 3);
     const roundCount = roundsOption(options);
     const { text: walOption, method: walCompression } = walCompressionOption(options);
+    // ADR-087's HOT outbox ceiling instead of the shipped outbox: a measurement, with no target.
+    const outbox = outboxOption(options);
+    if (outbox !== 'shipped' && variants.has('noindex')) throw new UsageError(`--variants noindex drops the shipped prune index, which --outbox ${outbox} has not got`);
     for (const [name, n] of [['rows', rows], ['batch', Number(fixed ?? 5000)], ['target-ms', targetMs], ['idle-seconds', idleSeconds], ['scale-rounds', scaleRounds], ...scale.map((s) => ['scale', s] as const)] as const) {
       if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer: ${n}`);
     }
@@ -188,11 +198,14 @@ export const pruneSuite: BenchSuite = {
     const record = runRecord('prune', options, roundCount);
 
     log(`${rows} rows (the template is built once per size, then copied); ${roundCount} alternating rounds`);
+    if (outbox !== 'shipped') log(`outbox: ${outbox} (ADR-087), not the shipped outbox: the figures below are no verdict on the targets`);
     const rounds = await alternate(
       roundCount,
       {
         ours: () =>
-          withCopy(rows, async (db) => {
+          withCopy(
+            rows,
+            async (db) => {
             // The writer's idle baseline, on the same copy just before the prune.
             const probe = outboxWriter(db.url);
             await warm(db.sql);
@@ -200,8 +213,10 @@ export const pruneSuite: BenchSuite = {
             await sleep(idleSeconds * 1000);
             const idle = await probe.stop();
             return { idle: idle.stats, idleLatencies: idle.samplesMs, run: await ours(db, batch, true, walCompression) };
-          }),
-        baseline: () => withCopy(rows, (db) => ceiling(db, true)),
+            },
+            outbox,
+          ),
+        baseline: () => withCopy(rows, (db) => ceiling(db, true), outbox),
       },
       (r) => {
         if (r.baseline.deleted !== r.ours.run.deleted) throw new Error(`ours deleted ${r.ours.run.deleted} rows, the ceiling ${r.baseline.deleted}: not the same work`);
@@ -228,11 +243,11 @@ export const pruneSuite: BenchSuite = {
     const ratios = spread(perRound.map((r) => r.ratio));
 
     const extra: Record<string, RunResult> = {};
-    if (variants.has('idkeyed')) extra.idKeyed = await withCopy(rows, (db) => idKeyed(db, batch.size));
+    if (variants.has('idkeyed')) extra.idKeyed = await withCopy(rows, (db) => idKeyed(db, batch.size), outbox);
     if (variants.has('noindex')) extra.noIndex = await withCopy(rows, (db) => noIndex(db, batch.size));
 
     const scaled = await scalingRounds(scale, scaleRounds, async (n) => {
-      const r = await withCopy(n, (db) => ours(db, batch, false, walCompression));
+      const r = await withCopy(n, (db) => ours(db, batch, false, walCompression), outbox);
       return { rowsPerSec: r.rowsPerSec, batches: r.batches! };
     }, log);
     const scaling = scale.map((n) => {
@@ -256,6 +271,7 @@ export const pruneSuite: BenchSuite = {
       batch: batch.adaptive ? { adaptive: true, first: batch.size, min: batch.size, max: batch.adaptive.maxBatchSize, targetMs: batch.adaptive.targetBatchMs } : { adaptive: false, size: batch.size },
       // Ours only: the ceiling's DELETE runs with the server's setting (off here).
       walCompression: walOption,
+      outbox,
       deleted: rounds[0]!.ours.run.deleted,
       ratio: ratios.median,
       ratioSpread: ratios,

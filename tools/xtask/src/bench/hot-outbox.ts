@@ -1,0 +1,92 @@
+// `--outbox hot-ceiling` of `bench drain` and `bench prune` (ADR-087): the outbox of a proposed
+// design whose drain stamp is a HOT update, measured before it is built. NOT the shipped outbox,
+// and not safe to ship: see hotOutboxCeiling.
+import type { Sql } from '@craig/db';
+import { UsageError } from '../command.ts';
+
+/** Which outbox a bench run measures: the shipped one (its migrations), or ADR-087's ceiling. */
+export type BenchOutbox = 'shipped' | 'hot-ceiling';
+
+/** `--outbox shipped|hot-ceiling`; shipped by default. */
+export function outboxOption(options: ReadonlyMap<string, string>): BenchOutbox {
+  const value = options.get('outbox') ?? 'shipped';
+  if (value !== 'shipped' && value !== 'hot-ceiling') throw new UsageError(`--outbox must be shipped or hot-ceiling: ${value}`);
+  return value;
+}
+
+/**
+ * Turn a bench database's `event_outbox` (from the shipped migrations) into the ceiling of
+ * ADR-087's HOT outbox, whose indexes never name `published_at`, so that the drain's stamp can
+ * be a heap-only update:
+ *
+ * - the pending index and the prune index (both partial on `published_at`) are dropped; the
+ *   sweep walks `event_outbox_created (created_at)` instead and checks `published_at` in the heap;
+ * - `staged_xid` (the inserting transaction's id) and its index are added, as the sound design
+ *   needs them to find rows committed behind the drain's low mark, so inserts pay for them here too;
+ * - fillfactor 50 leaves each page room for its rows' stamped versions (call `vacuum full` to
+ *   lay out rows already there that way);
+ * - `event_outbox_claim` claims from a low mark kept in the sequence `bench_claim_low`, which
+ *   each claim moves to the last id it took (`resetClaimLow` rewinds it).
+ *
+ * The low mark is why this is a ceiling and not the design: nothing here finds a row whose
+ * producer commits after a claim moved past its id (ids are taken at insert, not at commit), a
+ * row a replay or redrive makes pending again behind the mark, or a row whose claim rolled back.
+ * The bench has none of those; a service would lose such rows (the test shows one). The sound
+ * design pays for finding them (ADR-087), so what this measures is an upper bound.
+ */
+export async function hotOutboxCeiling(sql: Sql): Promise<void> {
+  await sql`drop index event_outbox_pending`;
+  await sql`drop index event_outbox_prune`;
+  await sql`create index event_outbox_created on event_outbox (created_at)`;
+  await sql`alter table event_outbox add column staged_xid xid8`;
+  await sql`alter table event_outbox alter column staged_xid set default pg_current_xact_id()`;
+  await sql`create index event_outbox_staged_xid on event_outbox (staged_xid)`;
+  await sql`alter table event_outbox set (fillfactor = 50)`;
+  await sql`create sequence bench_claim_low`;
+  // The shipped claim (sql/000005_outbox_claim.sql) but for where it starts, and that it moves
+  // the mark: same signature, columns, row and byte bounds, SKIP LOCKED and id order.
+  await sql.unsafe(`
+    create or replace function event_outbox_claim(p_limit integer, p_max_bytes bigint, p_horizon timestamptz)
+    returns table (
+      id text, event_id text, aggregate_type text, aggregate_id text, event_type text,
+      payload text, headers text, created_at timestamptz, attempts integer, past_horizon boolean,
+      claimed_bytes bigint
+    )
+    language plpgsql as $claim$
+    declare
+      due refcursor;
+      v_rows integer := 0;
+      v_low bigint := (select last_value from bench_claim_low);
+      v_id bigint;
+      v_last bigint;
+    begin
+      open due for
+        select o.id, o.event_id::text, o.aggregate_type, o.aggregate_id, o.event_type,
+               o.payload::text, o.headers::text, o.created_at, o.attempts,
+               coalesce(o.replayed_at is not null and o.created_at < p_horizon, false)
+        from event_outbox o
+        where o.id >= v_low and o.published_at is null and o.parked_at is null
+          and (o.next_attempt_at is null or o.next_attempt_at <= now())
+        order by o.id
+        for update skip locked;
+      loop
+        fetch due into v_id, event_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at, attempts, past_horizon;
+        exit when not found;
+        v_last := v_id;
+        id := v_id::text;
+        v_rows := v_rows + 1;
+        claimed_bytes := coalesce(claimed_bytes, 0) + octet_length(payload) + octet_length(headers);
+        return next;
+        exit when v_rows >= p_limit or claimed_bytes >= p_max_bytes;
+      end loop;
+      close due;
+      -- Not transactional: the next claim (another lane's, before this one commits) starts here.
+      if v_last is not null then perform setval('bench_claim_low', v_last); end if;
+    end
+    $claim$`);
+}
+
+/** Rewind the ceiling's low mark to the first id (after the bench restores its pending rows). */
+export async function resetClaimLow(sql: Sql): Promise<void> {
+  await sql`select setval('bench_claim_low', 1, false)`;
+}
