@@ -1,7 +1,10 @@
 // `--outbox hot-ceiling` of `bench drain` and `bench prune` (ADR-087): the outbox of a proposed
 // design whose drain stamp is a HOT update, measured before it is built. NOT the shipped outbox,
 // and not safe to ship: see hotOutboxCeiling.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Sql } from '@craig/db';
+import { MQ_MIGRATIONS } from '@craig/mq';
 import { UsageError } from '../command.ts';
 
 /** Which outbox a bench run measures: the shipped one (its migrations), or ADR-087's ceiling. */
@@ -43,47 +46,35 @@ export async function hotOutboxCeiling(sql: Sql): Promise<void> {
   await sql`create index event_outbox_staged_xid on event_outbox (staged_xid)`;
   await sql`alter table event_outbox set (fillfactor = 50)`;
   await sql`create sequence bench_claim_low`;
-  // The shipped claim (sql/000005_outbox_claim.sql) but for where it starts, and that it moves
-  // the mark: same signature, columns, row and byte bounds, SKIP LOCKED and id order.
-  await sql.unsafe(`
-    create or replace function event_outbox_claim(p_limit integer, p_max_bytes bigint, p_horizon timestamptz)
-    returns table (
-      id text, event_id text, aggregate_type text, aggregate_id text, event_type text,
-      payload text, headers text, created_at timestamptz, attempts integer, past_horizon boolean,
-      claimed_bytes bigint
-    )
-    language plpgsql as $claim$
-    declare
-      due refcursor;
-      v_rows integer := 0;
-      v_low bigint := (select last_value from bench_claim_low);
-      v_id bigint;
-      v_last bigint;
-    begin
-      open due for
-        select o.id, o.event_id::text, o.aggregate_type, o.aggregate_id, o.event_type,
-               o.payload::text, o.headers::text, o.created_at, o.attempts,
-               coalesce(o.replayed_at is not null and o.created_at < p_horizon, false)
-        from event_outbox o
-        where o.id >= v_low and o.published_at is null and o.parked_at is null
-          and (o.next_attempt_at is null or o.next_attempt_at <= now())
-        order by o.id
-        for update skip locked;
-      loop
-        fetch due into v_id, event_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at, attempts, past_horizon;
-        exit when not found;
-        v_last := v_id;
-        id := v_id::text;
-        v_rows := v_rows + 1;
-        claimed_bytes := coalesce(claimed_bytes, 0) + octet_length(payload) + octet_length(headers);
-        return next;
-        exit when v_rows >= p_limit or claimed_bytes >= p_max_bytes;
-      end loop;
-      close due;
-      -- Not transactional: the next claim (another lane's, before this one commits) starts here.
-      if v_last is not null then perform setval('bench_claim_low', v_last); end if;
-    end
-    $claim$`);
+  await sql.unsafe(await ceilingClaim());
+}
+
+/**
+ * The shipped claim (sql/000005_outbox_claim.sql) but for where it starts and that it moves the
+ * mark: the same signature, columns, row and byte bounds, SKIP LOCKED and id order. Derived from
+ * the migration's own text, so the two cannot drift apart: each edit must apply exactly once, or
+ * this throws, naming it.
+ */
+async function ceilingClaim(): Promise<string> {
+  const dir = MQ_MIGRATIONS.directory;
+  const file = typeof dir === 'string' ? join(dir, '000005_outbox_claim.sql') : new URL('000005_outbox_claim.sql', dir);
+  let text = await readFile(file, 'utf8');
+  const edits: ReadonlyArray<readonly [string, string]> = [
+    ['create function event_outbox_claim(', 'create or replace function event_outbox_claim('],
+    ['  v_rows integer := 0;\n', '  v_rows integer := 0;\n  v_low bigint := (select last_value from bench_claim_low);\n  v_id bigint;\n  v_last bigint;\n'],
+    ['select o.id::text,', 'select o.id,'],
+    ['where o.published_at is null', 'where o.id >= v_low and o.published_at is null'],
+    ['fetch due into id,', 'fetch due into v_id,'],
+    ['    exit when not found;\n', '    exit when not found;\n    v_last := v_id;\n    id := v_id::text;\n'],
+    // Not transactional: the next claim (another lane's, before this one commits) starts here.
+    ['  close due;\n', "  close due;\n  if v_last is not null then perform setval('bench_claim_low', v_last); end if;\n"],
+  ];
+  for (const [from, to] of edits) {
+    const at = text.indexOf(from);
+    if (at < 0 || text.indexOf(from, at + 1) >= 0) throw new Error(`${String(file)} changed: the HOT outbox ceiling's claim edits ${JSON.stringify(from)}, which must occur exactly once; update hot-outbox.ts`);
+    text = text.slice(0, at) + to + text.slice(at + from.length);
+  }
+  return text;
 }
 
 /** Rewind the ceiling's low mark to the first id (after the bench restores its pending rows). */
