@@ -10,7 +10,7 @@ import { runXtask } from '../run.ts';
 import { capture } from '../test-io.ts';
 import { RETENTION, subscribeSink } from './bus-contender.ts';
 import { outboxCopy } from './fixtures.ts';
-import { hotOutboxCeiling, resetClaimLow, type BenchOutbox } from './hot-outbox.ts';
+import { hotOutboxCeiling, type BenchOutbox } from './hot-outbox.ts';
 
 const EVENTS = 2_000;
 
@@ -33,11 +33,7 @@ describe("bench --outbox hot-ceiling: ADR-087's HOT outbox, measured before it i
   async function outbox(kind: BenchOutbox, rows = EVENTS): Promise<TestDatabase> {
     const db = await outboxCopy(rows, { pending: 'all' });
     dbs.push(db);
-    if (kind === 'hot-ceiling') {
-      await hotOutboxCeiling(db.sql);
-      await db.sql`vacuum full event_outbox`;
-      await resetClaimLow(db.sql);
-    }
+    if (kind === 'hot-ceiling') await hotOutboxCeiling(db.sql, { relayout: true });
     return db;
   }
 
