@@ -141,15 +141,13 @@ export async function pruneTable(sql: Sql, target: PruneTarget, options: PruneTa
     if (bound!.hi !== null && bound!.hi !== bound!.lo) {
       // A range batch: one index range scan that deletes as it goes, the whole predicate
       // re-checked on every row it removes (measured 25–30 % cheaper per row than selecting
-      // ctids and deleting by them, which visits each row twice; ADR-065).
-      const [r] = await sql<{ count: number }[]>`
-        with batch as (
-          delete from ${sql(target.table)}
-          where ${target.eligible(sql)} ${after} and ${sql(target.orderBy)} < ${bound!.hi}
-          returning 1
-        )
-        select count(*)::int as count from batch`;
-      count = r!.count;
+      // ctids and deleting by them, which visits each row twice; ADR-065). Counted by its
+      // command tag: a `RETURNING` counted in a CTE stores every deleted row's output in a
+      // tuplestore first, 10–25 % of the batch's time (ADR-088).
+      const r = await sql`
+        delete from ${sql(target.table)}
+        where ${target.eligible(sql)} ${after} and ${sql(target.orderBy)} < ${bound!.hi}`;
+      count = r.count;
       cursor = bound!.hi;
     } else {
       // The last batch (at most `limit` eligible rows left), or more than `limit` rows tied on
