@@ -54,8 +54,12 @@ export async function counts(sql: Sql): Promise<{ outbox: number; inbox: number 
  * Checkpoint, run `work`, and sum the full-page images the WAL holds for `table` since the
  * checkpoint (pg_walinspect, which the caller creates): every page `work` changes logs one. The
  * work may commit asynchronously: a synchronous commit after it flushes its records too.
+ *
+ * `bytesPerImage` is what compression changes. Compare that, not `fpi`: a checkpoint that another
+ * test file asks for mid-run makes pages changed again log a second image, which adds to the
+ * total whatever the images' size.
  */
-export async function walImagesOf<T>(sql: Sql, table: string, work: () => Promise<T>): Promise<{ result: T; fpi: number; images: number; records: number }> {
+export async function walImagesOf<T>(sql: Sql, table: string, work: () => Promise<T>): Promise<{ result: T; fpi: number; images: number; bytesPerImage: number; records: number }> {
   const [rel] = await sql<{ node: string; dboid: string }[]>`
     select pg_relation_filenode(${table})::text as node, (select oid from pg_database where datname = current_database())::text as dboid`;
   await sql`checkpoint`;
@@ -66,5 +70,5 @@ export async function walImagesOf<T>(sql: Sql, table: string, work: () => Promis
     select coalesce(sum(fpi_length), 0)::int as fpi, count(*) filter (where fpi_length > 0)::int as images, count(*)::int as records
     from pg_get_wal_records_info(${start!.lsn}::pg_lsn, pg_current_wal_flush_lsn())
     where block_ref ~ ${`rel \\d+/${rel!.dboid}/${rel!.node} `}`;
-  return { result, ...wal! };
+  return { result, ...wal!, bytesPerImage: wal!.images > 0 ? wal!.fpi / wal!.images : 0 };
 }
